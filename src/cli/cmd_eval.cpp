@@ -1,2 +1,149 @@
+// cli/cmd_eval.cpp — `kernelarc eval PROBLEM --solution FILE`: judges one solution on a problem's
+// workloads and prints one row per workload; optionally writes SOL-ExecBench traces and a JSON
+// report. Exit 0 when every judged workload passed, 1 when any did not, 2 on a user error.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <fstream>
+
 #include "cli/commands.h"
-namespace ka::cli { void register_eval(CLI::App&) {} }
+#include "judge/evaluator.h"
+#include "judge/trace.h"
+#include "oracle/oracle.h"
+#include "problem/problem.h"
+#include "solution/solution.h"
+#include "util/error.h"
+
+namespace ka::cli {
+namespace {
+
+struct EvalArgs {
+  std::string problem, solution, target, workloads, traces, json_path;
+  bool json_stdout = false, no_time = false, no_ref = false;
+  uint64_t seed = 0;
+  int warmup = 10, iterations = 50;
+  double timeout_s = 60;
+};
+
+std::vector<const Workload*> select_workloads(const Problem& p, const std::string& sel) {
+  std::vector<const Workload*> out;
+  if (sel.empty()) {
+    for (const auto& w : p.workloads) out.push_back(&w);
+    return out;
+  }
+  if (sel.find_first_not_of("0123456789") == std::string::npos) {
+    size_t n = std::stoul(sel);
+    if (n == 0) user_error("--workloads {}: need at least one", sel);
+    for (size_t i = 0; i < std::min(n, p.workloads.size()); ++i) out.push_back(&p.workloads[i]);
+    return out;
+  }
+  size_t start = 0;
+  while (start <= sel.size()) {
+    size_t end = sel.find(',', start);
+    std::string id = sel.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const Workload* hit = nullptr;
+    for (const auto& w : p.workloads)
+      if (!id.empty() && w.uuid.rfind(id, 0) == 0) {
+        if (hit) user_error("--workloads: '{}' matches more than one workload uuid", id);
+        hit = &w;
+      }
+    if (!hit) user_error("--workloads: no workload uuid starts with '{}'", id);
+    out.push_back(hit);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string axes_str(const nlohmann::json& axes) {
+  std::string s;
+  for (auto it = axes.begin(); it != axes.end(); ++it) s += fmt::format("{}{}={}", s.empty() ? "" : " ", it.key(), it.value().dump());
+  return s.size() > 34 ? s.substr(0, 31) + "..." : s;
+}
+
+void run_eval(const EvalArgs& a) {
+  Problem p = load_problem(a.problem);
+  Candidate c = read_candidate(a.solution);
+  EvalOptions opt;
+  opt.target = a.target.empty() ? c.target() : a.target;
+  opt.seed = a.seed;
+  opt.warmup = a.warmup;
+  opt.iterations = a.iterations;
+  opt.time = !a.no_time;
+  opt.time_reference = !a.no_ref && !a.no_time;
+  opt.timeout = std::chrono::milliseconds(static_cast<long>(a.timeout_s * 1000));
+  auto selected = select_workloads(p, a.workloads);
+  Oracle oracle(opt.target == "cuda" ? "cuda" : "cpu");
+  CandidateEval ev = evaluate(p, c, selected, oracle, opt);
+
+  if (!a.traces.empty()) {
+    std::ofstream f(a.traces, std::ios::app);
+    if (!f) user_error("{}: cannot write traces", a.traces);
+    for (const auto& w : ev.workloads) f << to_trace(p.def, c, ev, w).dump() << "\n";
+  }
+  nlohmann::json report = to_report(p.def, c, ev);
+  if (!a.json_path.empty()) {
+    std::ofstream f(a.json_path);
+    if (!f) user_error("{}: cannot write the report", a.json_path);
+    f << report.dump(1) << "\n";
+  }
+  if (a.json_stdout) {
+    fmt::print("{}\n", report.dump(1));
+  } else {
+    fmt::print("{} on {} ({}): {}{}\n", c.name, p.def.name, ev.target, ev.device.value("name", "?"),
+               ev.build.cached ? " [build cached]" : "");
+    fmt::print("{:<10} {:<34} {:<22} {:>10} {:>10} {:>11} {:>11} {:>8}\n", "workload", "axes", "verdict", "max_abs",
+               "max_rel", "median_us", "ref_us", "speedup");
+    for (const auto& w : ev.workloads) {
+      std::string med = w.timing ? fmt::format("{:.2f}", w.timing->median_us) : "-";
+      std::string ref = w.reference_us ? fmt::format("{:.2f}", *w.reference_us) : "-";
+      std::string sp = (w.timing && w.reference_us && w.timing->median_us > 0)
+                           ? fmt::format("{:.2f}x", *w.reference_us / w.timing->median_us) : "-";
+      fmt::print("{:<10} {:<34} {:<22} {:>10.3g} {:>10.3g} {:>11} {:>11} {:>8}\n", w.uuid.substr(0, 8),
+                 axes_str(w.workload.value("axes", nlohmann::json::object())), verdict_name(w.verdict), w.max_abs_err,
+                 w.max_rel_err, med, ref, sp);
+      if (w.verdict != Verdict::passed) fmt::print("           {}\n", w.message);
+    }
+  }
+  size_t passed = 0;
+  double log_sum = 0;
+  int timed = 0;
+  for (const auto& w : ev.workloads) {
+    passed += w.verdict == Verdict::passed;
+    if (w.verdict == Verdict::passed && w.timing && w.reference_us && w.timing->median_us > 0) {
+      log_sum += std::log(*w.reference_us / w.timing->median_us);
+      ++timed;
+    }
+  }
+  if (!a.json_stdout)
+    fmt::print("{}/{} workloads passed{}\n", passed, ev.workloads.size(),
+               timed ? fmt::format("; geomean speedup over the reference {:.2f}x", std::exp(log_sum / timed)) : "");
+  set_exit_code(passed == ev.workloads.size() ? 0 : 1);
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app) {
+  static EvalArgs a;
+  auto* cmd = app.add_subcommand("eval", "Judge a solution on a problem's workloads (correctness, then timing)");
+  cmd->add_option("PROBLEM", a.problem, "Problem folder (definition.json, workload.jsonl)")->required();
+  cmd->add_option("--solution,-s", a.solution, "solution.json, or a single .cu (cuda) / .cpp (host) source with `run`")
+      ->required();
+  cmd->add_option("--target", a.target, "cuda or host (default: the solution's language decides)")
+      ->check(CLI::IsMember({"cuda", "host"}));
+  cmd->add_option("--workloads", a.workloads, "The first N workloads, or a comma list of uuid prefixes (default: all)");
+  cmd->add_flag("--json", a.json_stdout, "Print the full report as JSON instead of the table");
+  cmd->add_option("--report", a.json_path, "Also write the full JSON report to this file");
+  cmd->add_option("-o,--traces", a.traces, "Append SOL-ExecBench traces (JSON lines) to this file");
+  cmd->add_option("--seed", a.seed, "Input seed (the re-check after timing uses seed+1)")->capture_default_str();
+  cmd->add_option("--warmup", a.warmup, "Untimed calls before timing")->capture_default_str()->check(CLI::Range(0, 100000));
+  cmd->add_option("--iterations", a.iterations, "Timed calls per measurement")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--timeout", a.timeout_s, "Seconds a worker may take for one check or timing run")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-time", a.no_time, "Check correctness only");
+  cmd->add_flag("--no-reference-time", a.no_ref, "Do not time the PyTorch reference");
+  cmd->callback([] { run_eval(a); });
+}
+
+}  // namespace ka::cli

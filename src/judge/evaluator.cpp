@@ -1,0 +1,237 @@
+// judge/evaluator.cpp — the per-candidate, per-workload judging procedure.
+#include "judge/evaluator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "judge/compare.h"
+#include "judge/worker_client.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace ka {
+namespace {
+
+using json = nlohmann::json;
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  size_t i = static_cast<size_t>(pos);
+  double f = pos - static_cast<double>(i);
+  return i + 1 < sorted.size() ? sorted[i] * (1 - f) + sorted[i + 1] * f : sorted[i];
+}
+
+struct InputSet {
+  std::vector<Tensor> inputs;   // definition order
+  std::vector<Tensor> outputs;  // shapes/dtypes of the reference, data = reference values
+};
+
+// Loads an oracle entry into definition order; the reference stays here, in the judge.
+InputSet load_set(const Problem& p, const Oracle& oracle, const OracleEntry& e) {
+  SafeTensors in = oracle.load(e, "inputs.safetensors");
+  SafeTensors ref = oracle.load(e, "reference.safetensors");
+  InputSet s;
+  for (const auto& t : p.def.inputs) {
+    auto it = in.tensors.find(t.name);
+    if (it == in.tensors.end()) user_error("{}: oracle entry lacks input '{}'", e.dir.string(), t.name);
+    Tensor x = std::move(it->second);
+    x.scalar = t.scalar;
+    s.inputs.push_back(std::move(x));
+  }
+  for (const auto& t : p.def.outputs) {
+    auto it = ref.tensors.find(t.name);
+    if (it == ref.tensors.end()) user_error("{}: oracle entry lacks reference output '{}'", e.dir.string(), t.name);
+    s.outputs.push_back(std::move(it->second));
+  }
+  return s;
+}
+
+std::vector<CallArg> call_args(const InputSet& s) {
+  std::vector<CallArg> a;
+  for (const auto& t : s.inputs) a.push_back({&t, false});
+  for (const auto& t : s.outputs) a.push_back({&t, true});
+  return a;
+}
+
+// Runs one check call and compares. Returns false (and fills w) on any failure.
+bool check_once(WorkerClient& worker, const Problem& p, const InputSet& s, const Tolerance& tol,
+                const EvalOptions& opt, WorkloadEval& w, const char* when) {
+  WorkerReply r = worker.run("check", call_args(s), json::object(), opt.timeout);
+  if (!r.ok) {
+    w.verdict = r.verdict;
+    w.message = fmt::format("{}: {}", when, r.message);
+    return false;
+  }
+  // Payload: outputs, then every non-scalar input as it was after the call.
+  size_t off = 0;
+  std::vector<Tensor> outs;
+  for (const auto& ref : s.outputs) {
+    Tensor t;
+    t.dtype = ref.dtype;
+    t.shape = ref.shape;
+    size_t n = ref.nbytes();
+    if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
+    t.data.assign(r.payload.begin() + static_cast<long>(off), r.payload.begin() + static_cast<long>(off + n));
+    off += n;
+    outs.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const Tensor& in = s.inputs[i];
+    if (in.scalar) continue;
+    size_t n = in.data.size();
+    if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
+    if (std::memcmp(r.payload.data() + off, in.data.data(), n) != 0) {
+      w.verdict = Verdict::reward_hack;
+      w.message = fmt::format("{}: the candidate wrote into input '{}'", when, p.def.inputs[i].name);
+      return false;
+    }
+    off += n;
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    CompareResult c = compare_output(outs[i], s.outputs[i], tol);
+    w.max_abs_err = std::max(w.max_abs_err, c.max_abs_err);
+    w.max_rel_err = std::max(w.max_rel_err, c.max_rel_err);
+    w.matched_ratio = std::min(w.matched_ratio, c.matched_ratio);
+    if (c.nonfinite) {
+      w.has_nan = true;  // NaN/Inf are not told apart here; both fail
+    }
+    if (!c.ok) {
+      w.verdict = Verdict::wrong_answer;
+      w.message = fmt::format("{}: output '{}': {}", when, p.def.outputs[i].name, c.reason);
+      return false;
+    }
+  }
+  return true;
+}
+
+WorkloadEval failed(const Workload& wl, Verdict v, std::string msg) {
+  WorkloadEval w;
+  w.uuid = wl.uuid;
+  w.workload = wl.raw;
+  w.verdict = v;
+  w.message = std::move(msg);
+  return w;
+}
+
+}  // namespace
+
+TimingStats summarize(std::vector<double> samples_us) {
+  TimingStats t;
+  t.samples_us = samples_us;
+  std::sort(samples_us.begin(), samples_us.end());
+  if (samples_us.empty()) return t;
+  size_t n = samples_us.size();
+  t.median_us = n % 2 ? samples_us[n / 2] : 0.5 * (samples_us[n / 2 - 1] + samples_us[n / 2]);
+  double sum = 0;
+  for (double v : samples_us) sum += v;
+  t.mean_us = sum / static_cast<double>(n);
+  t.min_us = samples_us.front();
+  t.max_us = samples_us.back();
+  t.p25_us = quantile(samples_us, 0.25);
+  t.p75_us = quantile(samples_us, 0.75);
+  t.spread = t.median_us > 0 ? (t.p75_us - t.p25_us) / t.median_us : 0;
+  return t;
+}
+
+CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,
+                       const EvalOptions& opt) {
+  CandidateEval ev;
+  ev.target = opt.target;
+  if (c.target() != opt.target)
+    user_error("solution '{}' is {} ({}), but the target is {}", c.name, c.language, c.target(), opt.target);
+  fs::path log_dir = opt.log_dir.empty() ? cache_root() / "logs" : opt.log_dir;
+  fs::create_directories(log_dir);
+  WorkerClient worker(opt.target, log_dir / fmt::format("worker-{}.log", ::getpid()));
+  ev.device = worker.hello()["device"];
+  int sm = ev.device.value("sm", 0);
+
+  // Oracle entries: the check set (seed) and the fresh re-check set (seed + 1).
+  std::vector<OracleRequest> reqs;
+  for (const Workload* w : workloads) {
+    require_inputs_available(p, *w);
+    reqs.push_back({w, opt.seed});
+    reqs.push_back({w, opt.seed + 1});
+  }
+  std::vector<OracleEntry> entries = oracle.ensure(p, reqs, opt.time_reference);
+
+  ev.build = build_candidate(c, sm);
+  if (!ev.build.ok) {
+    std::string first;
+    for (size_t pos = 0; pos < ev.build.log.size();) {
+      size_t e = ev.build.log.find('\n', pos);
+      std::string line = ev.build.log.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+      if (line.find("error") != std::string::npos) {
+        first = line;
+        break;
+      }
+      if (e == std::string::npos) break;
+      pos = e + 1;
+    }
+    for (const Workload* w : workloads)
+      ev.workloads.push_back(
+          failed(*w, Verdict::compile_error, one_line(first.empty() ? ev.build.log.substr(0, 300) : first)));
+    return ev;
+  }
+  WorkerReply lr = worker.load(ev.build.library, opt.timeout);
+  if (!lr.ok) {
+    for (const Workload* w : workloads) ev.workloads.push_back(failed(*w, lr.verdict, lr.message));
+    return ev;
+  }
+
+  for (size_t k = 0; k < workloads.size(); ++k) {
+    const Workload& wl = *workloads[k];
+    WorkloadEval w;
+    w.uuid = wl.uuid;
+    w.workload = wl.raw;
+    const OracleEntry& first = entries[2 * k];
+    const OracleEntry& fresh = entries[2 * k + 1];
+    if (!first.ok() || !fresh.ok()) {
+      w.verdict = Verdict::unavailable;
+      w.message = first.ok() ? fresh.error : first.error;
+      ev.workloads.push_back(std::move(w));
+      continue;
+    }
+    if (auto ms = first.reference_ms()) w.reference_us = *ms * 1000.0;
+    InputSet s1 = load_set(p, oracle, first);
+    if (!check_once(worker, p, s1, wl.tolerance, opt, w, "check")) {
+      ev.workloads.push_back(std::move(w));
+      continue;
+    }
+    if (opt.time) {
+      std::optional<TimingStats> best;
+      for (int attempt = 1; attempt <= opt.max_attempts; ++attempt) {
+        WorkerReply r = worker.run("time", call_args(s1), {{"warmup", opt.warmup}, {"iterations", opt.iterations}},
+                                   opt.timeout);
+        if (!r.ok) {
+          w.verdict = r.verdict;
+          w.message = "timing: " + r.message;
+          break;
+        }
+        TimingStats t = summarize(r.header.at("samples_us").get<std::vector<double>>());
+        t.activity = r.header.value("activity", std::vector<std::string>{});
+        if (!best || t.spread < best->spread) best = t;
+        best->attempts = attempt;
+        if (t.spread <= opt.max_spread) break;
+      }
+      if (w.verdict != Verdict::passed) {
+        ev.workloads.push_back(std::move(w));
+        continue;
+      }
+      w.timing = best;
+    }
+    InputSet s2 = load_set(p, oracle, fresh);
+    if (!check_once(worker, p, s2, wl.tolerance, opt, w, "re-check on fresh inputs after timing")) {
+      ev.workloads.push_back(std::move(w));
+      continue;
+    }
+    ev.workloads.push_back(std::move(w));
+  }
+  ev.worker_restarts = worker.restarts();
+  return ev;
+}
+
+}  // namespace ka

@@ -1,0 +1,66 @@
+// judge/evaluator.h — judges one candidate on a problem's workloads: build, then per workload in
+// a worker process: poisoned outputs, correctness against the oracle's reference (which stays in
+// the judge), bit-identical inputs, SOL-ExecBench timing (warm-up, L2 flush, CUPTI span, median,
+// repeated while the spread is too wide), and a second correctness check on a fresh input set after
+// timing. Every outcome is a typed verdict; the evaluator survives any candidate.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "judge/verdict.h"
+#include "oracle/oracle.h"
+#include "problem/problem.h"
+#include "solution/solution.h"
+#include "target/build.h"
+
+namespace ka {
+
+struct EvalOptions {
+  std::string target = "cuda";
+  int warmup = 10, iterations = 50;            // SOL-ExecBench's defaults
+  std::chrono::milliseconds timeout{60000};    // per worker request (a check, or a timing run)
+  double max_spread = 0.10;                    // (p75 − p25) / median above which timing is repeated
+  int max_attempts = 3;
+  uint64_t seed = 0;                           // inputs for the first check; seed + 1 for the re-check
+  bool time = true;
+  bool time_reference = true;
+  std::filesystem::path log_dir;               // worker logs
+};
+
+struct TimingStats {
+  double median_us = 0, mean_us = 0, min_us = 0, max_us = 0, p25_us = 0, p75_us = 0, spread = 0;
+  int attempts = 0;
+  std::vector<double> samples_us;
+  std::vector<std::string> activity;
+};
+
+struct WorkloadEval {
+  std::string uuid;
+  Verdict verdict = Verdict::passed;
+  std::string message;
+  double max_abs_err = 0, max_rel_err = 0, matched_ratio = 1;
+  bool has_nan = false, has_inf = false;
+  std::optional<TimingStats> timing;
+  std::optional<double> reference_us;
+  nlohmann::json workload;  // the workload as read
+};
+
+struct CandidateEval {
+  std::string target;
+  nlohmann::json device;
+  BuildResult build;
+  std::vector<WorkloadEval> workloads;
+  int worker_restarts = 0;
+};
+
+TimingStats summarize(std::vector<double> samples_us);
+
+CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,
+                       const EvalOptions& opt);
+
+}  // namespace ka

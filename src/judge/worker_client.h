@@ -1,0 +1,59 @@
+// judge/worker_client.h — the judge's handle on one worker process: starts it, sends requests
+// with deadlines, and turns every way a worker can fail (death by signal, exit, hang, device
+// fault) into a typed failure. A failed worker is killed; the next request starts a fresh one.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "judge/verdict.h"
+#include "problem/tensor.h"
+#include "util/process.h"
+
+namespace ka {
+
+struct WorkerReply {
+  bool ok = false;
+  Verdict verdict = Verdict::passed;  // when !ok
+  std::string message;
+  nlohmann::json header;
+  std::vector<std::byte> payload;
+};
+
+struct CallArg {
+  const Tensor* tensor;  // inputs: data sent; outputs: only dtype/shape used
+  bool output;
+};
+
+class WorkerClient {
+ public:
+  WorkerClient(std::string target, std::filesystem::path log_path);
+  ~WorkerClient();
+  // Starts the worker if needed and returns its hello (device description). UserError if the
+  // target cannot run here (e.g. no GPU).
+  const nlohmann::json& hello();
+  WorkerReply load(const std::filesystem::path& library, std::chrono::milliseconds timeout);
+  WorkerReply run(const std::string& mode, const std::vector<CallArg>& args, nlohmann::json extra,
+                  std::chrono::milliseconds timeout);
+  void stop();
+  int restarts() const { return restarts_; }
+
+ private:
+  std::string target_;
+  std::filesystem::path log_;
+  Child child_;
+  nlohmann::json hello_;
+  std::filesystem::path library_;  // reloaded into every fresh worker
+  int restarts_ = -1;
+  WorkerReply raw_request(const nlohmann::json& header, const std::vector<std::pair<const void*, size_t>>& payload,
+                          std::chrono::milliseconds timeout);
+  WorkerReply request(const nlohmann::json& header, const std::vector<std::pair<const void*, size_t>>& payload,
+                      std::chrono::milliseconds timeout);
+  WorkerReply died(bool timed_out, std::chrono::milliseconds timeout);
+};
+
+}  // namespace ka

@@ -1,0 +1,1160 @@
+#!/usr/bin/env python3
+"""KernelArc reference oracle: generates SOL-ExecBench-style inputs and reference outputs.
+
+This is the only Python in KernelArc. The C++ judge runs it as a subprocess:
+
+    python3 kernelarc_oracle.py generate --problem DIR --device cpu|cuda \
+        --job UUID:SEED:OUTDIR [--job ...] [--time-reference]
+
+For each job it finds the workload UUID in DIR/workload.jsonl, generates the inputs the way
+SOL-ExecBench's harness does (docs/sol-execbench-rules.md sections 2 and 3), runs the
+definition's reference, and writes into OUTDIR:
+
+* ``inputs.safetensors``    every definition input, by name (scalars as 0-D tensors);
+* ``reference.safetensors`` every definition output, by name, as the reference returned it;
+* ``meta.json``             versions, seeds, dtypes/shapes, optional reference timing;
+* ``error.json``            instead of meta.json when the job failed: {"stage", "message"}.
+
+Stdout carries exactly one JSON line per job: {"uuid": ..., "seed": ..., "ok": bool}.
+Everything else (warnings, prints from reference code, torch logs) goes to stderr.
+
+Dependencies: the Python standard library and torch. The safetensors format is written and
+read here; neither the ``safetensors`` nor the ``numpy`` package is used.
+
+Deliberate deviations from upstream (NVIDIA SOL-ExecBench, HEAD 8d2237d)
+----------------------------------------------------------------------
+* Seeding. Upstream seeds ``random``, ``torch`` and ``torch.cuda`` once per process with 200
+  and then draws every workload and every correctness round from that single stream, so the
+  values of workload k depend on everything that ran before it. That sequence cannot be
+  replayed job by job. Here every job (workload UUID, SEED) reseeds all three generators with
+  ``int(sha256(f"{uuid}:{seed}").hexdigest()[:15], 16)`` right before input generation (after
+  the reference module was executed, as upstream executes it before its own seeding). The
+  distributions are identical to upstream; the exact values are not.
+* float64 random inputs. Upstream's base generator raises ``ValueError("Unsupported random
+  dtype")`` for float64 (the workload then fails with RUNTIME_ERROR). Here a float64 random
+  input (tensor or scalar) that no name heuristic claimed is drawn with ``torch.randn`` in
+  float64, and a line saying so is added to ``meta.json["notes"]``.
+* FP4. Random ``float4_e2m1fn_x2`` inputs follow upstream literally: ``randn`` of the
+  *declared* shape in float32 (not clamped), quantised to E2M1 codes with upstream's interval
+  table, and two neighbouring elements of the last dimension packed into one byte (even element
+  in the low nibble). The generated tensor therefore has a last dimension of half the declared
+  one, and an odd declared last dimension fails (stage gen_inputs), as upstream. Safetensors
+  store it as ``F4_E2M1FN_X2`` with the packed shape (one byte per element).
+* Inputs are stored as generated, before the reference runs. If the reference modifies an
+  input in place (upstream would then hand the modified tensor to the candidate), the
+  input's name is listed in ``meta.json["reference_mutated_inputs"]``.
+* Timing uses fresh clones of the job's inputs for every call instead of upstream's shifting
+  memory pool (a new 256-byte-shifted view per call); on CUDA the GPU span of each call is
+  taken from a torch.profiler (Kineto/CUPTI) trace instead of cupti-python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import bisect
+import ctypes
+import gc
+import hashlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import random
+import re
+import shutil
+import statistics
+import struct
+import sys
+import tempfile
+import time
+import traceback
+
+ORACLE_VERSION = "kernelarc-oracle-1"
+
+WARMUP_RUNS = 10
+TIMED_RUNS = 50
+
+OUTPUT_FILES = ("inputs.safetensors", "reference.safetensors", "meta.json", "error.json")
+
+torch = None  # imported once in main(), after stdout has been redirected
+
+# Sizes (bytes) of the two host-to-device copies that bracket each timed call in the profiler
+# trace. They are odd primes so that they are unlikely to collide with the reference's copies.
+_MARK_BEFORE_BYTES = 12347
+_MARK_AFTER_BYTES = 12373
+
+
+class OracleError(Exception):
+    """A job failure with the stage it happened in."""
+
+    def __init__(self, stage, message):
+        super().__init__(message)
+        self.stage = stage
+
+
+class UsageError(Exception):
+    pass
+
+
+def one_line(text, limit=2000):
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def exc_text(e):
+    name = type(e).__name__
+    msg = str(e)
+    return one_line(f"{name}: {msg}" if msg else name)
+
+
+def warn(msg):
+    print(f"kernelarc_oracle: {msg}", file=sys.stderr, flush=True)
+
+
+# ───────────────────────────────────────── dtypes ─────────────────────────────────────────
+
+# spec dtype name -> torch attribute name (definition.json vocabulary, sol-execbench-rules §1.2)
+_SPEC_DTYPES = {
+    "float64": "float64",
+    "float32": "float32",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "float4_e2m1": "float4_e2m1fn_x2",
+    "float4_e2m1fn_x2": "float4_e2m1fn_x2",
+    "int64": "int64",
+    "int32": "int32",
+    "int16": "int16",
+    "int8": "int8",
+    "bool": "bool",
+}
+
+# torch attribute name -> safetensors code (writer); the reader accepts these plus aliases.
+_ST_CODES = {
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float8_e4m3fn": "F8_E4M3",
+    "float8_e5m2": "F8_E5M2",
+    "float4_e2m1fn_x2": "F4_E2M1FN_X2",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "uint8": "U8",
+    "uint16": "U16",
+    "uint32": "U32",
+    "uint64": "U64",
+    "bool": "BOOL",
+}
+_ST_ALIASES = {"F8_E4M3FN": "float8_e4m3fn"}
+
+
+def spec_to_torch_dtype(name):
+    attr = _SPEC_DTYPES.get(name)
+    if attr is None or not hasattr(torch, attr):
+        raise ValueError(f"unsupported dtype '{name}'")
+    return getattr(torch, attr)
+
+
+def torch_dtype_name(dtype):
+    """Name used in meta.json: the spec name where there is one, else torch's own name."""
+    return str(dtype).replace("torch.", "")
+
+
+def _st_code_of(dtype):
+    code = _ST_CODES.get(torch_dtype_name(dtype))
+    if code is None:
+        raise ValueError(f"dtype {dtype} cannot be stored in safetensors by this oracle")
+    return code
+
+
+def _st_dtype_of(code):
+    attr = _ST_ALIASES.get(code)
+    if attr is None:
+        for k, v in _ST_CODES.items():
+            if v == code:
+                attr = k
+                break
+    if attr is None or not hasattr(torch, attr):
+        raise ValueError(f"unsupported safetensors dtype '{code}'")
+    return getattr(torch, attr)
+
+
+# ─────────────────────────────────────── safetensors ──────────────────────────────────────
+
+
+def _tensor_bytes(t):
+    """Raw little-endian bytes of a CPU tensor, in row-major order."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.to("cpu")
+    t = t.contiguous()
+    n = t.numel() * t.element_size()
+    if n == 0:
+        return b""
+    return ctypes.string_at(t.data_ptr(), n)
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """Write {name: CPU tensor} as a safetensors file (atomically, via a temporary name).
+
+    Data are laid out by decreasing element size (so every tensor stays aligned to its own
+    element size), ties in the given order; the buffer has no holes, as the format requires.
+    """
+    items = []
+    for name, t in tensors.items():
+        if not isinstance(name, str) or name == "__metadata__":
+            raise ValueError(f"bad tensor name {name!r}")
+        items.append((name, t, _st_code_of(t.dtype), _tensor_bytes(t)))
+    order = sorted(range(len(items)), key=lambda i: (-items[i][1].element_size(), i))
+    header = {}
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    offset = 0
+    for i in order:
+        name, t, code, data = items[i]
+        header[name] = {"dtype": code, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hbytes += b" " * ((-len(hbytes)) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(hbytes)))
+        f.write(hbytes)
+        for i in order:
+            f.write(items[i][3])
+    os.replace(tmp, path)
+
+
+def read_safetensors(path):
+    """Read a safetensors file into ({name: CPU tensor}, metadata dict)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        raise ValueError(f"{path}: truncated safetensors file")
+    (hlen,) = struct.unpack("<Q", blob[:8])
+    if hlen > 100 * 1024 * 1024 or 8 + hlen > len(blob):
+        raise ValueError(f"{path}: bad safetensors header length {hlen}")
+    header = json.loads(blob[8 : 8 + hlen].decode("utf-8"))
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: safetensors header is not an object")
+    data = memoryview(blob)[8 + hlen :]
+    metadata = header.pop("__metadata__", None) or {}
+    out = {}
+    for name, e in header.items():
+        dtype = _st_dtype_of(e["dtype"])
+        shape = [int(d) for d in e["shape"]]
+        begin, end = (int(x) for x in e["data_offsets"])
+        numel = 1
+        for d in shape:
+            if d < 0:
+                raise ValueError(f"{path}: tensor '{name}' has a negative dimension")
+            numel *= d
+        esize = torch.empty((), dtype=dtype).element_size()
+        if not (0 <= begin <= end <= len(data)) or end - begin != numel * esize:
+            raise ValueError(f"{path}: tensor '{name}' has bad data_offsets [{begin}, {end}]")
+        if numel == 0:
+            out[name] = torch.empty(shape, dtype=dtype)
+            continue
+        raw = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.uint8)
+        out[name] = raw.view(dtype).reshape(shape)
+    return out, metadata
+
+
+# ─────────────────────────────────────── definition ───────────────────────────────────────
+
+
+class Problem:
+    def __init__(self, directory):
+        self.dir = os.path.abspath(directory)
+        dpath = os.path.join(self.dir, "definition.json")
+        wpath = os.path.join(self.dir, "workload.jsonl")
+        try:
+            with open(dpath, "r", encoding="utf-8") as f:
+                d = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UsageError(f"cannot read {dpath}: {exc_text(e)}")
+        if not isinstance(d, dict):
+            raise UsageError(f"{dpath}: not a JSON object")
+        for key, kind in (("axes", dict), ("inputs", dict), ("outputs", dict), ("reference", str)):
+            if not isinstance(d.get(key), kind):
+                raise UsageError(f"{dpath}: '{key}' is missing or not a {kind.__name__}")
+        for section in ("inputs", "outputs"):
+            for name, spec in d[section].items():
+                if not isinstance(spec, dict) or "dtype" not in spec or "shape" not in spec:
+                    raise UsageError(f"{dpath}: {section}.{name} needs 'dtype' and 'shape'")
+        self.definition = d
+        self.name = d.get("name", os.path.basename(self.dir))
+        self.workloads = {}
+        try:
+            with open(wpath, "r", encoding="utf-8") as f:
+                lines = f.readlines()
+        except OSError as e:
+            raise UsageError(f"cannot read {wpath}: {exc_text(e)}")
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                w = json.loads(line)
+            except ValueError as e:
+                warn(f"{wpath}:{lineno}: skipping unparsable line ({exc_text(e)})")
+                continue
+            uuid = w.get("uuid") if isinstance(w, dict) else None
+            if not isinstance(uuid, str) or not uuid:
+                warn(f"{wpath}:{lineno}: skipping a line without a uuid")
+                continue
+            if uuid in self.workloads:
+                warn(f"{wpath}:{lineno}: duplicate uuid {uuid}; keeping the first")
+                continue
+            self.workloads[uuid] = w
+
+
+def eval_axis_expression(expr, values):
+    """Evaluate an expr axis: int/float literals, axis names, + - * / // % **, unary + -."""
+    binops = {
+        ast.Add: lambda a, b: a + b,
+        ast.Sub: lambda a, b: a - b,
+        ast.Mult: lambda a, b: a * b,
+        ast.Div: lambda a, b: a / b,
+        ast.FloorDiv: lambda a, b: a // b,
+        ast.Mod: lambda a, b: a % b,
+        ast.Pow: lambda a, b: a**b,
+    }
+    unops = {ast.UAdd: lambda a: +a, ast.USub: lambda a: -a}
+
+    def ev(node):
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (int, float)):
+                return node.value
+            raise TypeError(f"unsupported constant {node.value!r}")
+        if isinstance(node, ast.Name):
+            if node.id not in values:
+                raise NameError(f"unknown axis '{node.id}' in expression '{expr}'")
+            v = values[node.id]
+            if not isinstance(v, int):
+                raise TypeError(f"axis '{node.id}' must be an int, got {type(v).__name__}")
+            return v
+        if isinstance(node, ast.BinOp) and type(node.op) in binops:
+            return binops[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in unops:
+            return unops[type(node.op)](ev(node.operand))
+        raise TypeError(f"unsupported syntax {type(node).__name__} in expression '{expr}'")
+
+    value = ev(ast.parse(expr, mode="eval").body)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise TypeError(f"expression '{expr}' gives {value!r}, not an integer")
+    return value
+
+
+def resolve_axes(definition, workload_axes):
+    """Const axes, then every workload axis (overwriting), then expr axes in definition order."""
+    values = {}
+    for name, ax in definition["axes"].items():
+        if isinstance(ax, dict) and ax.get("type") == "const":
+            values[name] = ax["value"]
+    for name, v in (workload_axes or {}).items():
+        values[name] = v
+    for name, ax in definition["axes"].items():
+        if isinstance(ax, dict) and ax.get("type") == "expr":
+            values[name] = eval_axis_expression(ax["expression"], values)
+    return values
+
+
+def resolve_shape(spec_shape, axes):
+    if spec_shape is None:
+        return None
+    shape = []
+    for a in spec_shape:
+        a = str(a)
+        if a.isdigit():
+            shape.append(int(a))
+        elif a in axes:
+            shape.append(int(axes[a]))
+        else:
+            raise KeyError(f"axis '{a}' has no value")
+    return tuple(shape)
+
+
+# ──────────────────────────────────── random generation ───────────────────────────────────
+
+
+def _pack_fp4x2(x):
+    """fp32 tensor -> E2M1 codes (upstream's interval table) packed 2 per byte along dim -1."""
+    mag = x.abs()
+    code = (
+        (mag > 0.25).to(torch.uint8)
+        + (mag >= 0.75).to(torch.uint8)
+        + (mag > 1.25).to(torch.uint8)
+        + (mag >= 1.75).to(torch.uint8)
+        + (mag > 2.5).to(torch.uint8)
+        + (mag >= 3.5).to(torch.uint8)
+        + (mag > 5.0).to(torch.uint8)
+    )
+    code = code + (x < 0).to(torch.uint8) * 8  # NaN and -0.0 stay code 0, as upstream
+    packed = code[..., 0::2] + code[..., 1::2] * 16
+    return packed.contiguous().view(torch.float4_e2m1fn_x2)
+
+
+def base_random(shape, dtype, device, notes, name):
+    """Upstream's per-dtype generator (sol-execbench-rules §2.3), float64 extension noted."""
+    if dtype in (torch.float32, torch.float16, torch.bfloat16):
+        return torch.randn(shape, dtype=dtype, device=device)
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return torch.randn(shape, dtype=torch.float32, device=device).clamp_(-2.0, 2.0).to(dtype)
+    if dtype == torch.float4_e2m1fn_x2:
+        return _pack_fp4x2(torch.randn(shape, dtype=torch.float32, device=device))
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, dtype=torch.bool, device=device)
+    if dtype == torch.int8:
+        return torch.randint(-128, 128, shape, dtype=dtype, device=device)
+    if dtype in (torch.int16, torch.int32, torch.int64):
+        return torch.randint(-1024, 1024, shape, dtype=dtype, device=device)
+    if dtype == torch.float64:
+        notes.append(
+            f"input '{name}': float64 random drawn with torch.randn in float64 "
+            "(upstream raises ValueError 'Unsupported random dtype' here)"
+        )
+        return torch.randn(shape, dtype=dtype, device=device)
+    raise ValueError(f"Unsupported random dtype: {dtype}")
+
+
+_DIGITS = "0123456789"
+
+
+def _is_norm_param(name, suffix):
+    if name == "norm" + suffix:
+        return True
+    if name.endswith(suffix):
+        prefix = name[: -len(suffix)]
+        if prefix.endswith(("_norm", "_layernorm", "layernorm")):
+            return True
+        stripped = prefix.rstrip(_DIGITS)
+        if stripped and stripped.endswith(("norm", "layernorm")):
+            return True
+    return False
+
+
+def _is_causal_mask(name, shape, desc):
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        return False
+    if name in ("attention_mask", "causal_mask"):
+        return True
+    d = (desc or "").lower()
+    return bool(desc) and "attention mask" in d and "causal" in d
+
+
+def _is_binary_mask(name, desc):
+    if name in ("x_mask", "text_mask", "aspect_ratio_mask", "drop_mask", "attention_mask"):
+        return True
+    if name.endswith("_mask") and desc:
+        d = desc.lower()
+        return any(k in d for k in ("binary", "{0, 1}", "0 or 1", "1.0 for valid", "0.0 for masked"))
+    return False
+
+
+def _is_positive(name):
+    names = ("rstd", "std", "variance", "var")
+    if name in names or name.endswith(("_rstd", "_std", "_variance", "_var")):
+        return True
+    base = name.rstrip(_DIGITS)
+    return base in names or base.endswith(("_rstd", "_std", "_var"))
+
+
+def _is_softmax_output(name, desc):
+    if name in ("attn_weights", "attention_weights", "routing_weights"):
+        return True
+    d = (desc or "").lower()
+    return bool(desc) and "softmax" in d and "output" in d
+
+
+_WEIGHT_SUFFIXES = ("_weight", "_weights", "_proj", "_projs", "_proj_weight", "_proj_weights", "_weight_matrix")
+
+
+def _is_weight_matrix(name, shape):
+    if len(shape) < 2:
+        return False
+    if name == "weight" or name.endswith(_WEIGHT_SUFFIXES):
+        return True
+    stripped = name.rstrip(_DIGITS)
+    return stripped == "weight" or stripped.endswith(_WEIGHT_SUFFIXES)
+
+
+def heuristic_random(name, shape, dtype, device, desc):
+    """Upstream's name/description heuristics (sol-execbench-rules §2.4), first match wins."""
+    if not dtype.is_floating_point:
+        return None
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float4_e2m1fn_x2):
+        return None
+    if _is_norm_param(name, "_weight"):
+        return torch.ones(shape, dtype=dtype, device=device)
+    if _is_norm_param(name, "_bias"):
+        return torch.zeros(shape, dtype=dtype, device=device)
+    if _is_causal_mask(name, shape, desc):
+        n = shape[-1]
+        above = torch.ones(n, n, device=device).triu(diagonal=1).bool()
+        return torch.zeros(shape, dtype=dtype, device=device).masked_fill_(above, torch.finfo(dtype).min)
+    if _is_binary_mask(name, desc):
+        return torch.randint(0, 2, shape, device=device).to(dtype)
+    if name in ("cos", "sin", "cos_cached", "sin_cached", "rope_cos", "rope_sin"):
+        t = torch.randn(shape, dtype=torch.float32, device=device).clamp_(-math.pi, math.pi)
+        t = torch.cos(t) if name in ("cos", "cos_cached", "rope_cos") else torch.sin(t)
+        return t.to(dtype)
+    if _is_positive(name):
+        return torch.randn(shape, dtype=dtype, device=device).abs() + 0.1
+    if name == "A_cumsum":
+        return torch.empty(shape, dtype=dtype, device=device).uniform_(-0.1, 0.0).cumsum(dim=-1)
+    if name == "A_log":
+        return torch.empty(shape, dtype=dtype, device=device).uniform_(-5.0, -1.0)
+    if name == "A":
+        return torch.empty(shape, dtype=dtype, device=device).uniform_(-1.0, -0.001)
+    if name == "g":
+        return torch.empty(shape, dtype=dtype, device=device).uniform_(-5.0, 0.0)
+    if _is_softmax_output(name, desc):
+        return torch.softmax(torch.randn(shape, dtype=torch.float32, device=device), dim=-1).to(dtype)
+    if _is_weight_matrix(name, shape):
+        return torch.randn(shape, dtype=dtype, device=device) / math.sqrt(shape[-1])
+    return None
+
+
+# ───────────────────────────────────────── jobs ───────────────────────────────────────────
+
+
+def derive_seed(uuid, seed):
+    return int(hashlib.sha256(f"{uuid}:{seed}".encode("utf-8")).hexdigest()[:15], 16)
+
+
+def seed_everything(value, device):
+    random.seed(value)
+    torch.manual_seed(value)
+    if device.type == "cuda":
+        torch.cuda.manual_seed_all(value)
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+class ReferenceSource:
+    """The definition's reference written to a real file (so inspect/triton can read it)."""
+
+    def __init__(self, source):
+        self.tmpdir = tempfile.mkdtemp(prefix="kernelarc_oracle_")
+        self.path = os.path.join(self.tmpdir, "_reference.py")
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(source)
+        self.count = 0
+
+    def load(self):
+        """Execute the source in a fresh module; returns the module namespace."""
+        self.count += 1
+        modname = f"_kernelarc_reference_{self.count}"
+        spec = importlib.util.spec_from_file_location(modname, self.path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(modname, None)
+            raise
+        return vars(module)
+
+    def unload(self):
+        for k in [k for k in sys.modules if k.startswith("_kernelarc_reference_")]:
+            del sys.modules[k]
+
+    def cleanup(self):
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def _resolve_blob(problem_dir, rel):
+    if os.path.isabs(rel):
+        return rel
+    roots = [problem_dir]
+    extra = os.environ.get("FLASHINFER_TRACE_DIR")
+    if extra:
+        roots.append(extra)
+    parts = [p for p in rel.replace("\\", "/").split("/") if p not in ("", ".")]
+    for root in roots:
+        for start in range(len(parts)):
+            cand = os.path.join(root, *parts[start:])
+            if os.path.exists(cand):
+                return cand
+    return os.path.join(problem_dir, rel)
+
+
+def load_safetensors_inputs(problem, workload, shapes):
+    """Upstream load_safetensors: key present, definition-resolved shape and dtype match."""
+    defn = problem.definition
+    cache = {}
+    out = {}
+    for name, desc in workload["inputs"].items():
+        if not isinstance(desc, dict) or desc.get("type") != "safetensors":
+            continue
+        if name not in defn["inputs"]:
+            continue
+        path = os.path.realpath(_resolve_blob(problem.dir, str(desc.get("path", ""))))
+        if path not in cache:
+            cache[path] = read_safetensors(path)[0]
+        tensors = cache[path]
+        key = desc.get("tensor_key")
+        if key not in tensors:
+            raise ValueError(f"Missing key '{key}' in '{path}'")
+        t = tensors[key]
+        if tuple(t.shape) != shapes[name]:
+            raise ValueError(f"'{name}' expected {list(shapes[name])}, got {list(t.shape)}")
+        want = spec_to_torch_dtype(defn["inputs"][name]["dtype"])
+        if t.dtype != want:
+            raise ValueError(f"'{name}' expected {want}, got {t.dtype}")
+        out[name] = t.contiguous()
+    return out
+
+
+def validate_workload(workload):
+    inputs = workload.get("inputs")
+    if inputs is None:
+        inputs = workload["inputs"] = {}
+    if not isinstance(inputs, dict):
+        raise ValueError("workload 'inputs' is not an object")
+    axes = workload.get("axes") or {}
+    if not isinstance(axes, dict):
+        raise ValueError("workload 'axes' is not an object")
+    for k, v in axes.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"workload axis '{k}' must be an int >= 0, got {v!r}")
+    types = set()
+    for name, d in inputs.items():
+        t = d.get("type") if isinstance(d, dict) else None
+        if t not in ("random", "scalar", "safetensors", "custom"):
+            raise ValueError(f"workload input '{name}' has unknown type {t!r}")
+        if t == "scalar" and (not isinstance(d.get("value"), (int, float, bool))):
+            raise ValueError(f"scalar input '{name}' needs an int/float/bool value")
+        if t == "safetensors" and not (isinstance(d.get("path"), str) and isinstance(d.get("tensor_key"), str)):
+            raise ValueError(f"safetensors input '{name}' needs 'path' and 'tensor_key'")
+        types.add(t)
+    if "custom" in types and len(types) > 1:
+        raise ValueError("a workload may not mix custom inputs with other input types")
+
+
+def gen_inputs(problem, workload, axes, shapes, safe, namespace, device, notes):
+    """Inputs in definition order (sol-execbench-rules §2.2). Returns (values, sources)."""
+    defn = problem.definition
+    winputs = workload["inputs"]
+    custom = None
+    entry = defn.get("custom_inputs_entrypoint")
+    custom_fn = namespace.get(entry) if entry else None
+    if entry and custom_fn is None:
+        notes.append(f"custom_inputs_entrypoint '{entry}' is not defined by the reference")
+    if custom_fn is not None:
+        scalars = {n: d["value"] for n, d in winputs.items() if d.get("type") == "scalar"}
+        custom = custom_fn({**axes, **scalars}, device)
+    values, sources = [], {}
+    for name, spec in defn["inputs"].items():
+        dtype = spec_to_torch_dtype(spec["dtype"])
+        d = winputs.get(name, {"type": "random"})
+        kind = d.get("type", "random")
+        sources[name] = kind if name in winputs else "random"
+        if kind == "safetensors":
+            values.append(safe[name].to(device))
+        elif kind == "scalar":
+            values.append(d["value"])
+        elif kind == "custom":
+            if custom is None or name not in custom:
+                raise RuntimeError(f"custom input '{name}' was not produced by custom_inputs_entrypoint")
+            v = custom[name]
+            values.append(v.to(device) if isinstance(v, torch.Tensor) else v)
+        else:
+            shape = shapes[name]
+            if shape is None:
+                v = base_random((), dtype, device, notes, name).item()
+            else:
+                v = heuristic_random(name, shape, dtype, device, spec.get("description"))
+                if v is None:
+                    v = base_random(shape, dtype, device, notes, name)
+                if defn.get("op_type") == "sampling" and name == "probs":
+                    v = torch.softmax(v, dim=-1)
+            values.append(v)
+    return values, sources
+
+
+def to_storable(name, value):
+    """CPU contiguous tensor for safetensors, plus meta info."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().to("cpu").contiguous()
+        return t, {"dtype": torch_dtype_name(t.dtype), "shape": list(t.shape)}
+    if isinstance(value, bool):
+        t, pytype = torch.tensor(value, dtype=torch.bool), "bool"
+    elif isinstance(value, int):
+        t, pytype = torch.tensor(value, dtype=torch.int64), "int"
+    elif isinstance(value, float):
+        t, pytype = torch.tensor(value, dtype=torch.float64), "float"
+    else:
+        raise TypeError(f"input '{name}' is a {type(value).__name__}, which cannot be stored")
+    return t, {"dtype": torch_dtype_name(t.dtype), "shape": [], "scalar": True, "python_type": pytype}
+
+
+def normalize_outputs(result, defn):
+    """Upstream normalize_outputs (sol-execbench-rules §1.5), then contiguous CPU tensors."""
+    names = list(defn["outputs"].keys())
+    dtypes = {n: spec_to_torch_dtype(s["dtype"]) for n, s in defn["outputs"].items()}
+
+    def conv(n, v):
+        if isinstance(v, torch.Tensor):
+            return v
+        return torch.tensor(v, dtype=dtypes[n])
+
+    if isinstance(result, dict):
+        got = {k: conv(k, v) for k, v in result.items() if k in dtypes}
+        out = {n: got[n] for n in names}  # a missing name raises KeyError, as upstream
+    elif isinstance(result, torch.Tensor):
+        if len(names) != 1:
+            raise RuntimeError("Single Tensor returned but multiple outputs are defined")
+        out = {names[0]: result}
+    elif isinstance(result, (int, float, bool)):
+        if len(names) != 1:
+            raise RuntimeError("Scalar returned but multiple outputs are defined")
+        out = {names[0]: conv(names[0], result)}
+    elif isinstance(result, (tuple, list)):
+        if len(result) != len(names):
+            raise RuntimeError(f"Tuple/list has {len(result)} elements but {len(names)} outputs expected")
+        out = {n: conv(n, v) for n, v in zip(names, result)}
+    else:
+        raise RuntimeError("Unexpected return type; must be Tensor, scalar, or dict[name -> Tensor/scalar]")
+    return {n: t.detach().to("cpu").contiguous() for n, t in out.items()}
+
+
+def _same_bytes(a, b):
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return _tensor_bytes(a) == _tensor_bytes(b)
+
+
+# ──────────────────────────────────────── timing ──────────────────────────────────────────
+
+
+def _clone_args(values):
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _llc_bytes():
+    best_level, best_size = -1, 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        entries = []
+    for e in entries:
+        if not e.startswith("index"):
+            continue
+        try:
+            with open(os.path.join(base, e, "level")) as f:
+                level = int(f.read().strip())
+            with open(os.path.join(base, e, "size")) as f:
+                s = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        m = re.fullmatch(r"(\d+)\s*([KMG]?)", s, re.IGNORECASE)
+        if not m:
+            continue
+        size = int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
+        if level > best_level or (level == best_level and size > best_size):
+            best_level, best_size = level, size
+    return best_size if best_size > 0 else 32 << 20
+
+
+def time_cpu(fn, values):
+    flush = torch.empty(2 * _llc_bytes(), dtype=torch.uint8)
+    samples = []
+    for i in range(WARMUP_RUNS + TIMED_RUNS):
+        args = _clone_args(values)
+        flush.fill_(i & 0xFF)
+        t0 = time.perf_counter()
+        fn(*args)
+        t1 = time.perf_counter()
+        del args
+        if i >= WARMUP_RUNS:
+            samples.append((t1 - t0) * 1e3)
+    return samples, {"method": "cpu-wallclock", "flush_bytes": flush.numel()}
+
+
+def _load_chrome_trace(path):
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        # Some Kineto versions print bare inf/nan (e.g. a bandwidth over a zero duration).
+        text = re.sub(r"(?<=[:\[,])(\s*)-?(?:inf|nan)\b", r"\1null", text, flags=re.IGNORECASE)
+        doc = json.loads(text)
+    return doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+
+
+def split_trace(events, iterations):
+    """Per-iteration GPU spans from Kineto chrome-trace events.
+
+    Each timed call is bracketed by two host-to-device copies of distinctive sizes. As in
+    upstream's CUPTI loop, the runtime/driver API calls whose start lies strictly between the
+    two markers' API calls (on any thread) give correlation ids; every kernel, memcpy and
+    memset with one of those ids belongs to the call, and its time is max(end) - min(start).
+    Returns (samples_ms, kernel_sets_consistent).
+    """
+    api = []  # (ts_us, correlation)
+    dev = {}  # correlation -> [(start_us, end_us, key)]
+    for ev in events:
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        cat = str(ev.get("cat", "")).lower()
+        args = ev.get("args") or {}
+        corr = args.get("correlation")
+        if corr is None:
+            continue
+        try:
+            ts = float(ev["ts"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if cat in ("cuda_runtime", "cuda_driver"):
+            api.append((ts, corr))
+        elif cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+            dur = float(ev.get("dur") or 0.0)
+            nbytes = args.get("bytes", 0)
+            dev.setdefault(corr, []).append((ts, ts + dur, f"{cat}|{ev.get('name', '')}|{nbytes}", cat, nbytes))
+    api.sort(key=lambda x: x[0])
+    first_api_ts = {}
+    for ts, corr in api:
+        first_api_ts.setdefault(corr, ts)
+
+    def marker_times(nbytes):
+        out = []
+        for corr, evs in dev.items():
+            if any(e[3] == "gpu_memcpy" and e[4] == nbytes for e in evs) and corr in first_api_ts:
+                out.append((first_api_ts[corr], corr))
+        return sorted(out)
+
+    before = marker_times(_MARK_BEFORE_BYTES)
+    after = marker_times(_MARK_AFTER_BYTES)
+    if len(before) != iterations or len(after) != iterations:
+        raise RuntimeError(
+            f"found {len(before)}/{len(after)} iteration markers in the profiler trace, expected {iterations}"
+        )
+    marker_corrs = {c for _, c in before} | {c for _, c in after}
+    api_ts = [a[0] for a in api]
+    samples, first_keys, consistent = [], None, True
+    for i in range(iterations):
+        t0, t1 = before[i][0], after[i][0]
+        if not t0 < t1 or (i + 1 < iterations and not t1 < before[i + 1][0]):
+            raise RuntimeError(f"iteration markers out of order at iteration {i}")
+        lo = bisect.bisect_right(api_ts, t0)
+        hi = bisect.bisect_left(api_ts, t1)
+        corrs = {api[j][1] for j in range(lo, hi)} - marker_corrs
+        evs = [e for c in corrs for e in dev.get(c, ())]
+        if not evs:
+            raise RuntimeError(f"no device activity recorded for iteration {i}")
+        samples.append((max(e[1] for e in evs) - min(e[0] for e in evs)) / 1e3)
+        keys = {e[2] for e in evs}
+        if first_keys is None:
+            first_keys = keys
+        elif keys != first_keys:
+            consistent = False
+    return samples, consistent
+
+
+def _time_cuda_profiler(fn, values, flush):
+    from torch.profiler import ProfilerActivity, profile
+
+    src_a = torch.zeros(_MARK_BEFORE_BYTES, dtype=torch.uint8)
+    src_b = torch.zeros(_MARK_AFTER_BYTES, dtype=torch.uint8)
+    try:
+        src_a, src_b = src_a.pin_memory(), src_b.pin_memory()
+    except Exception:
+        pass
+    dst_a = torch.empty(_MARK_BEFORE_BYTES, dtype=torch.uint8, device=flush.device)
+    dst_b = torch.empty(_MARK_AFTER_BYTES, dtype=torch.uint8, device=flush.device)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        torch.cuda.synchronize()
+        for _ in range(TIMED_RUNS):
+            args = _clone_args(values)
+            flush.zero_()
+            dst_a.copy_(src_a, non_blocking=True)
+            fn(*args)
+            dst_b.copy_(src_b, non_blocking=True)
+            torch.cuda.synchronize()
+            del args
+    tmpdir = tempfile.mkdtemp(prefix="kernelarc_trace_")
+    try:
+        path = os.path.join(tmpdir, "trace.json")
+        prof.export_chrome_trace(path)
+        events = _load_chrome_trace(path)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    del prof
+    return split_trace(events, TIMED_RUNS)
+
+
+def _time_cuda_events(fn, values, flush):
+    samples = []
+    for _ in range(TIMED_RUNS):
+        args = _clone_args(values)
+        flush.zero_()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*args)
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(start.elapsed_time(end))
+        del args
+    return samples
+
+
+def time_cuda(fn, values, device):
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size
+    flush = torch.empty(int(2 * l2), dtype=torch.int8, device=device)
+    torch.cuda.synchronize()
+    for _ in range(WARMUP_RUNS):
+        args = _clone_args(values)
+        flush.zero_()
+        fn(*args)
+        del args
+    torch.cuda.synchronize()
+    info = {"flush_bytes": flush.numel()}
+    try:
+        samples, consistent = _time_cuda_profiler(fn, values, flush)
+        info["method"] = "torch-profiler-kineto"
+        info["kernel_sets_consistent"] = consistent
+    except Exception as e:
+        torch.cuda.synchronize()
+        warn(f"profiler timing failed ({exc_text(e)}); falling back to CUDA events")
+        samples = _time_cuda_events(fn, values, flush)
+        info["method"] = f"cuda-events (profiler failed: {exc_text(e)[:300]})"
+    return samples, info
+
+
+# ──────────────────────────────────────── driver ──────────────────────────────────────────
+
+
+def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
+    defn = problem.definition
+    notes = []
+    stage = "load"
+    try:
+        workload = problem.workloads.get(uuid)
+        if workload is None:
+            raise OracleError("load", f"workload {uuid} is not in workload.jsonl")
+        validate_workload(workload)
+        axes = resolve_axes(defn, workload.get("axes"))
+        shapes = {n: resolve_shape(s["shape"], axes) for n, s in defn["inputs"].items()}
+        out_shapes = {n: resolve_shape(s["shape"], axes) for n, s in defn["outputs"].items()}
+        for s in list(defn["inputs"].values()) + list(defn["outputs"].values()):
+            spec_to_torch_dtype(s["dtype"])
+        safe = {}
+        if any(isinstance(d, dict) and d.get("type") == "safetensors" for d in workload["inputs"].values()):
+            try:
+                safe = load_safetensors_inputs(problem, workload, shapes)
+            except Exception as e:
+                raise OracleError("load", f"Failed to load safetensors: {exc_text(e)}")
+
+        stage = "reference"
+        try:
+            namespace = refsrc.load()
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            raise OracleError("reference", f"Failed to exec reference code: {exc_text(e)}")
+        run_fn = namespace.get("run")
+        if not callable(run_fn):
+            raise OracleError("reference", "Reference code does not define a top-level 'run' function")
+        try:
+            params = [
+                p.name
+                for p in inspect.signature(run_fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+            if params != list(defn["inputs"].keys()):
+                notes.append(f"run() positional parameters {params} differ from the definition inputs")
+        except (TypeError, ValueError):
+            pass
+
+        stage = "gen_inputs"
+        dseed = derive_seed(uuid, seed)
+        seed_everything(dseed, device)
+        values, sources = gen_inputs(problem, workload, axes, shapes, safe, namespace, device, notes)
+        sync(device)
+        stored_inputs, inputs_meta = {}, {}
+        for (name, v) in zip(defn["inputs"].keys(), values):
+            t, m = to_storable(name, v)
+            m["source"] = sources[name]
+            if isinstance(v, torch.Tensor) and not v.is_contiguous():
+                notes.append(f"input '{name}' is not contiguous (strides {list(v.stride())}); stored contiguous")
+            stored_inputs[name] = t
+            inputs_meta[name] = m
+        write_safetensors(os.path.join(outdir, "inputs.safetensors"), stored_inputs, {"format": "pt"})
+
+        stage = "reference"
+        result = run_fn(*values)
+        sync(device)
+        outputs = normalize_outputs(result, defn)
+        del result
+        outputs_meta = {}
+        for name, t in outputs.items():
+            outputs_meta[name] = {"dtype": torch_dtype_name(t.dtype), "shape": list(t.shape)}
+            want = spec_to_torch_dtype(defn["outputs"][name]["dtype"])
+            if t.dtype != want:
+                notes.append(f"output '{name}': reference returned {torch_dtype_name(t.dtype)}, definition declares {torch_dtype_name(want)}")
+            if out_shapes[name] is not None and tuple(t.shape) != out_shapes[name]:
+                notes.append(f"output '{name}': reference returned shape {list(t.shape)}, definition resolves to {list(out_shapes[name])}")
+        write_safetensors(os.path.join(outdir, "reference.safetensors"), outputs, {"format": "pt"})
+        mutated = [
+            n
+            for n, v in zip(defn["inputs"].keys(), values)
+            if isinstance(v, torch.Tensor) and not _same_bytes(v.detach().to("cpu").contiguous(), stored_inputs[n])
+        ]
+        del outputs, stored_inputs
+
+        reference_ms, timing = None, None
+        if time_reference:
+            stage = "timing"
+            if device.type == "cuda":
+                samples, info = time_cuda(run_fn, values, device)
+            else:
+                samples, info = time_cpu(run_fn, values)
+            reference_ms = statistics.median(samples)
+            timing = {"method": info.pop("method"), "warmup": WARMUP_RUNS, "iterations": TIMED_RUNS, "samples_ms": samples}
+            timing.update(info)
+
+        meta = {
+            "oracle_version": ORACLE_VERSION,
+            "uuid": uuid,
+            "seed": seed,
+            "derived_seed": dseed,
+            "device": device.type,
+            "torch": torch.__version__,
+            "device_name": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
+            "definition": problem.name,
+            "inputs": inputs_meta,
+            "outputs": outputs_meta,
+            "reference_mutated_inputs": mutated,
+            "reference_ms": reference_ms,
+            "reference_timing": timing,
+            "notes": notes,
+        }
+        _write_json(os.path.join(outdir, "meta.json"), meta)
+        return True
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        if isinstance(e, OracleError):
+            stage, message = e.stage, one_line(str(e))
+        else:
+            stage, message = stage, exc_text(e)
+        warn(f"job {uuid}:{seed} failed at {stage}: {message}")
+        if not isinstance(e, OracleError):
+            traceback.print_exc(file=sys.stderr)
+        try:
+            _write_json(os.path.join(outdir, "error.json"), {"stage": stage, "message": message})
+        except OSError as werr:
+            warn(f"cannot write error.json for {uuid}:{seed}: {exc_text(werr)}")
+        return False
+    finally:
+        refsrc.unload()
+        gc.collect()
+        if device.type == "cuda":
+            try:
+                torch.cuda.empty_cache()
+            except Exception:
+                pass
+
+
+def _write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, allow_nan=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse_args(argv):
+    p = _Parser(prog="kernelarc_oracle.py", add_help=True)
+    sub = p.add_subparsers(dest="command")
+    g = sub.add_parser("generate", help="generate inputs and reference outputs")
+    g.add_argument("--problem", required=True, help="problem folder (definition.json, workload.jsonl)")
+    g.add_argument("--device", required=True, choices=["cpu", "cuda"])
+    g.add_argument("--job", action="append", required=True, metavar="UUID:SEED:OUTDIR")
+    g.add_argument("--time-reference", action="store_true", help="time the reference (10 warm-up + 50 timed calls)")
+    args = p.parse_args(argv)
+    if args.command != "generate":
+        raise UsageError("expected the 'generate' command")
+    jobs = []
+    for spec in args.job:
+        parts = spec.split(":", 2)
+        if len(parts) != 3 or not parts[0] or not parts[2]:
+            raise UsageError(f"bad --job '{spec}' (expected UUID:SEED:OUTDIR)")
+        try:
+            seed = int(parts[1])
+        except ValueError:
+            raise UsageError(f"bad seed in --job '{spec}'")
+        outdir = parts[2]
+        if not os.path.isdir(outdir):
+            raise UsageError(f"output folder '{outdir}' does not exist")
+        jobs.append((parts[0], seed, outdir))
+    return args, jobs
+
+
+def main(argv=None):
+    global torch
+    # Keep the real stdout for the per-job JSON lines; everything else written to fd 1
+    # (reference prints, C++ libraries) goes to stderr.
+    sys.stdout.flush()
+    json_out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    try:
+        args, jobs = parse_args(sys.argv[1:] if argv is None else argv)
+        problem = Problem(args.problem)
+    except UsageError as e:
+        print(f"kernelarc_oracle: {one_line(str(e))}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
+
+    import torch as _torch
+
+    torch = _torch
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("kernelarc_oracle: --device cuda but torch.cuda.is_available() is false", file=sys.stderr)
+        return 2
+    device = torch.device("cuda:0" if args.device == "cuda" else "cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(0)
+
+    refsrc = ReferenceSource(problem.definition["reference"])
+    try:
+        for uuid, seed, outdir in jobs:
+            for name in OUTPUT_FILES:
+                stale = os.path.join(outdir, name)
+                if os.path.exists(stale):
+                    warn(f"removing stale {stale}")
+                    os.remove(stale)
+            ok = run_job(problem, refsrc, uuid, seed, outdir, device, args.time_reference)
+            json_out.write(json.dumps({"uuid": uuid, "seed": seed, "ok": ok}) + "\n")
+            json_out.flush()
+    finally:
+        refsrc.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+// oracle/oracle.cpp — running the Python oracle and managing its read-only cache.
+#include "oracle/oracle.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "util/error.h"
+#include "util/files.h"
+#include "util/hash.h"
+#include "util/process.h"
+#include "util/resources.h"
+
+namespace ka {
+namespace {
+
+using json = nlohmann::json;
+const char* kFiles[] = {"inputs.safetensors", "reference.safetensors", "meta.json"};
+
+std::string python() {
+  if (const char* p = std::getenv("KERNELARC_PYTHON"); p && *p) return p;
+  return "python3";
+}
+
+void make_read_only(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) ::chmod(e.path().c_str(), 0444);
+  ::chmod(dir.c_str(), 0555);
+}
+
+}  // namespace
+
+std::optional<double> OracleEntry::reference_ms() const {
+  if (meta.contains("reference_ms") && meta["reference_ms"].is_number()) return meta["reference_ms"].get<double>();
+  return std::nullopt;
+}
+
+std::string Oracle::version() {
+  static std::string v = sha256_hex(read_text(resource_path("src/oracle/kernelarc_oracle.py"))).substr(0, 16);
+  return v;
+}
+
+Oracle::Oracle(std::string device, fs::path cache_dir) : device_(std::move(device)), root_(std::move(cache_dir)) {
+  if (root_.empty()) root_ = cache_root() / "oracle";
+  fs::create_directories(root_);
+}
+
+std::string Oracle::key(const Problem& p, const Workload& w, uint64_t seed) const {
+  std::string src = fmt::format("{}\n{}\n{}\n{}\n{}\n", p.def.hash, w.raw.dump(), seed, version(), device_);
+  for (const auto& [name, in] : w.inputs)
+    if (in.kind == InputSource::Safetensors) src += name + ":" + sha256_file(p.dir / in.path) + "\n";
+  return sha256_hex(src).substr(0, 40);
+}
+
+std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference) {
+  std::vector<OracleEntry> out(reqs.size());
+  std::vector<size_t> missing;
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    keys.push_back(key(p, *reqs[i].workload, reqs[i].seed));
+    fs::path dir = root_ / keys.back();
+    out[i].dir = dir;
+    bool have = fs::exists(dir / "manifest.json");
+    if (have) {
+      out[i].meta = json::parse(read_text(dir / "meta.json"));
+      if (time_reference && !out[i].reference_ms()) have = false;  // redo with timing
+    }
+    if (!have) missing.push_back(i);
+  }
+  if (missing.empty()) return out;
+
+  fs::path work = make_temp_dir((root_ / "tmp-").string());
+  std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate",
+                               "--problem", fs::absolute(p.dir).string(), "--device", device_};
+  if (time_reference) cmd.push_back("--time-reference");
+  for (size_t i : missing) {
+    fs::path job = work / keys[i];
+    fs::create_directories(job);
+    cmd.push_back("--job");
+    cmd.push_back(fmt::format("{}:{}:{}", reqs[i].workload->uuid, reqs[i].seed, job.string()));
+  }
+  spdlog::info("oracle: generating {} input set(s) for {} on {}", missing.size(), p.def.name, device_);
+  RunResult rr = run_command(cmd, std::chrono::minutes(60));
+  if (!rr.ok()) {
+    fs::remove_all(work);
+    std::string why = rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code);
+    auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
+    if (rr.exit_code == 2) user_error("oracle: {}", last);
+    throw std::runtime_error(fmt::format("the Python oracle failed ({}): {}", why, last));
+  }
+  for (size_t i : missing) {
+    fs::path job = work / keys[i];
+    if (fs::exists(job / "error.json")) {
+      json e = json::parse(read_text(job / "error.json"), nullptr, false);
+      out[i].error = e.is_object() ? fmt::format("oracle {} failed: {}", e.value("stage", "?"), e.value("message", "?"))
+                                   : "oracle failed";
+      continue;
+    }
+    json manifest = {{"key", keys[i]}, {"oracle_version", version()}, {"device", device_}, {"files", json::object()}};
+    bool complete = true;
+    for (const char* f : kFiles) {
+      if (!fs::exists(job / f)) {
+        complete = false;
+        break;
+      }
+      manifest["files"][f] = sha256_file(job / f);
+    }
+    if (!complete) {
+      out[i].error = "the oracle wrote an incomplete entry";
+      continue;
+    }
+    write_atomic(job / "manifest.json", manifest.dump(1));
+    make_read_only(job);
+    fs::path dst = root_ / keys[i];
+    if (fs::exists(dst)) {  // an older entry (e.g. without timing): replace it
+      ::chmod(dst.c_str(), 0755);
+      fs::remove_all(dst);
+    }
+    std::error_code ec;
+    fs::rename(job, dst, ec);
+    if (ec) throw std::runtime_error(fmt::format("cannot move oracle entry into the cache: {}", ec.message()));
+    out[i].meta = json::parse(read_text(dst / "meta.json"));
+  }
+  for (const auto& e : fs::directory_iterator(work)) {
+    ::chmod(e.path().c_str(), 0755);
+    for (const auto& f : fs::directory_iterator(e.path())) ::chmod(f.path().c_str(), 0644);
+  }
+  fs::remove_all(work);
+  return out;
+}
+
+SafeTensors Oracle::load(const OracleEntry& e, const std::string& file) const {
+  json manifest = json::parse(read_text(e.dir / "manifest.json"), nullptr, false);
+  if (!manifest.is_object() || !manifest["files"].contains(file))
+    user_error("{}: oracle cache entry has no valid manifest; delete the folder to rebuild it", e.dir.string());
+  std::string want = manifest["files"][file];
+  auto bytes = read_bytes(e.dir / file);  // hash exactly the bytes that are parsed
+  std::string got = sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  if (got != want)
+    user_error("{}: cached {} fails its hash check (was {}, now {}); delete the folder to rebuild it",
+               e.dir.string(), file, want.substr(0, 12), got.substr(0, 12));
+  return parse_safetensors(bytes, (e.dir / file).string());
+}
+
+}  // namespace ka

@@ -1,0 +1,49 @@
+// oracle/oracle.h — the C++ side of the reference oracle. For (problem, workload, seed) it runs
+// the Python oracle (kernelarc_oracle.py, a subprocess: the only Python in the loop) to build the
+// inputs and the reference outputs, and keeps them in a content-addressed, read-only cache keyed by
+// (definition hash, workload, its blobs, seed, oracle version, device). Every file's SHA-256 is
+// recorded when the entry is written and checked again before every use.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "problem/problem.h"
+#include "problem/safetensors.h"
+
+namespace ka {
+
+struct OracleEntry {
+  std::filesystem::path dir;
+  nlohmann::json meta;     // meta.json written by the oracle
+  std::string error;       // non-empty when the oracle could not produce this entry
+  bool ok() const { return error.empty(); }
+  std::optional<double> reference_ms() const;
+};
+
+struct OracleRequest {
+  const Workload* workload;
+  uint64_t seed;
+};
+
+class Oracle {
+ public:
+  // device: "cuda" or "cpu" (where inputs are generated and the reference runs).
+  Oracle(std::string device, std::filesystem::path cache_dir = {});
+  const std::string& device() const { return device_; }
+  // Makes sure every requested entry exists, running the oracle once for all missing ones.
+  std::vector<OracleEntry> ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference);
+  // Loads a file of an entry after checking its hash against the manifest (UserError if not).
+  SafeTensors load(const OracleEntry& e, const std::string& file) const;
+  std::string key(const Problem& p, const Workload& w, uint64_t seed) const;
+  static std::string version();
+
+ private:
+  std::string device_;
+  std::filesystem::path root_;
+};
+
+}  // namespace ka

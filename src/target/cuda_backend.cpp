@@ -1,0 +1,266 @@
+// target/cuda_backend.cpp — the cuda target inside a worker: device memory through the CUDA
+// runtime, an L2 flush by zeroing a buffer of twice the L2 size, and SOL-ExecBench's CUPTI timing:
+// a call's time is the span from the first start to the last end of every kernel, memcpy and
+// memset whose launching API call (runtime or driver, any thread, any stream) began between the
+// timestamps taken just before and just after the call (docs/sol-execbench-rules.md §5.3).
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "target/backend.h"
+#include "util/error.h"
+
+namespace ka {
+namespace {
+
+struct Activity {
+  uint32_t correlation;
+  uint64_t start, end;
+  std::string what;
+};
+
+struct Api {
+  uint32_t correlation;
+  uint64_t start;
+};
+
+std::mutex g_mu;
+std::vector<Activity> g_acts;
+std::vector<Api> g_apis;
+std::atomic<size_t> g_dropped{0};
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 8u << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+
+std::string memcpy_kind(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "copy";
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* rec = nullptr;
+  std::lock_guard<std::mutex> lock(g_mu);
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      case CUPTI_ACTIVITY_KIND_KERNEL: {
+        auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
+        g_acts.push_back({k->correlationId, k->start, k->end, k->name ? k->name : "kernel"});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+        g_acts.push_back({m->correlationId, m->start, m->end, "memcpy_" + memcpy_kind(m->copyKind) + "_" + std::to_string(m->bytes)});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
+        g_acts.push_back({m->correlationId, m->start, m->end, "memset_" + std::to_string(m->bytes)});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        auto* a = reinterpret_cast<CUpti_ActivityAPI*>(rec);
+        g_apis.push_back({a->correlationId, a->start});
+        break;
+      }
+      default: break;
+    }
+  }
+  size_t dropped = 0;
+  cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
+  g_dropped += dropped;
+  std::free(buffer);
+}
+
+std::string cupti_error(CUptiResult r) {
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  return s ? s : "unknown CUPTI error";
+}
+
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+                                         CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMSET};
+
+BackendFault fault_from(cudaError_t e, const char* where) {
+  std::string msg = fmt::format("{}: {} ({})", where, cudaGetErrorString(e), cudaGetErrorName(e));
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+      return {"illegal_memory_access", msg, true};
+    case cudaErrorLaunchFailure:
+      return {"illegal_memory_access", msg + " (unspecified launch failure: usually a bad memory access)", true};
+    case cudaErrorLaunchTimeout:
+      return {"timeout", msg, true};
+    default:
+      return {"runtime_error", msg, true};
+  }
+}
+
+void check(cudaError_t e, const char* where) {
+  if (e != cudaSuccess) throw fault_from(e, where);
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0)
+      user_error("the cuda target needs an NVIDIA GPU, and none is usable here ({}); use --target host",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "no devices");
+    int dev = 0;
+    if (const char* d = std::getenv("KERNELARC_GPU")) dev = std::atoi(d);
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaGetDeviceProperties(&prop_, dev), "cudaGetDeviceProperties");
+    if (prop_.major < 8) user_error("the cuda target needs sm_80 or newer; {} is sm_{}{}", prop_.name, prop_.major, prop_.minor);
+    device_ = dev;
+    flush_bytes_ = 2 * static_cast<size_t>(prop_.l2CacheSize);
+    check(cudaMalloc(&flush_, flush_bytes_), "cudaMalloc(flush buffer)");
+    CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    if (r != CUPTI_SUCCESS) user_error("CUPTI is not usable: {}", cupti_error(r));
+  }
+  ~CudaBackend() override { cudaFree(flush_); }
+
+  std::string name() const override { return "cuda"; }
+  nlohmann::json device_info() override {
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    int clock_khz = 0, mem_clock_khz = 0;
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device_);
+    cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device_);
+    char bus[32] = {0};
+    cudaDeviceGetPCIBusId(bus, sizeof bus, device_);
+    return {{"name", prop_.name},        {"index", device_},
+            {"sm", prop_.major * 10 + prop_.minor},
+            {"sms", prop_.multiProcessorCount},
+            {"l2_bytes", prop_.l2CacheSize},
+            {"memory_bytes", prop_.totalGlobalMem},
+            {"smem_per_block_optin", prop_.sharedMemPerBlockOptin},
+            {"clock_khz", clock_khz},    {"memory_clock_khz", mem_clock_khz},
+            {"driver", driver},          {"runtime", runtime},
+            {"pci_bus_id", bus},         {"uuid", uuid_str()}};
+  }
+  void* alloc(size_t n) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, std::max<size_t>(n, 1)), "cudaMalloc");
+    return p;
+  }
+  void release(void* p) override { cudaFree(p); }
+  void to_device(void* d, const void* s, size_t n) override { check(cudaMemcpy(d, s, n, cudaMemcpyHostToDevice), "copy to device"); }
+  void to_host(void* d, const void* s, size_t n) override { check(cudaMemcpy(d, s, n, cudaMemcpyDeviceToHost), "copy to host"); }
+  void copy(void* d, const void* s, size_t n) override { check(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, 0), "device copy"); }
+  void fill(void* d, int b, size_t n) override { check(cudaMemsetAsync(d, b, n, 0), "memset"); }
+  void sync() override {
+    check(cudaGetLastError(), "launch");
+    check(cudaDeviceSynchronize(), "synchronize");
+  }
+
+  TimingResult time_calls(int warmup, int iterations, const std::function<void(int)>& setup,
+                          const std::function<void()>& call) override {
+    sync();
+    for (int i = 0; i < warmup; ++i) {
+      setup(i);
+      check(cudaMemsetAsync(flush_, 0, flush_bytes_, 0), "L2 flush");
+      call();
+    }
+    sync();
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_acts.clear();
+      g_apis.clear();
+    }
+    for (auto k : kKinds) {
+      CUptiResult r = cuptiActivityEnable(k);
+      if (r != CUPTI_SUCCESS) throw BackendFault{"runtime_error", "CUPTI: " + cupti_error(r), false};
+    }
+    sync();
+    std::vector<std::pair<uint64_t, uint64_t>> windows;
+    for (int i = 0; i < iterations; ++i) {
+      setup(warmup + i);
+      check(cudaMemsetAsync(flush_, 0, flush_bytes_, 0), "L2 flush");
+      uint64_t t0 = 0, t1 = 0;
+      cuptiGetTimestamp(&t0);
+      call();
+      cuptiGetTimestamp(&t1);
+      sync();
+      windows.emplace_back(t0, t1);
+    }
+    cuptiActivityFlushAll(1);
+    for (auto k : kKinds) cuptiActivityDisable(k);
+    cuptiActivityFlushAll(1);
+
+    std::lock_guard<std::mutex> lock(g_mu);
+    std::map<uint32_t, int> iteration_of;  // correlation id -> iteration
+    for (const auto& a : g_apis)
+      for (size_t i = 0; i < windows.size(); ++i)
+        if (a.start >= windows[i].first && a.start <= windows[i].second) {
+          iteration_of[a.correlation] = static_cast<int>(i);
+          break;
+        }
+    std::vector<uint64_t> lo(windows.size(), UINT64_MAX), hi(windows.size(), 0);
+    std::vector<std::set<std::string>> names(windows.size());
+    for (const auto& a : g_acts) {
+      auto it = iteration_of.find(a.correlation);
+      if (it == iteration_of.end()) continue;
+      lo[static_cast<size_t>(it->second)] = std::min(lo[static_cast<size_t>(it->second)], a.start);
+      hi[static_cast<size_t>(it->second)] = std::max(hi[static_cast<size_t>(it->second)], a.end);
+      names[static_cast<size_t>(it->second)].insert(a.what);
+    }
+    TimingResult r;
+    for (size_t i = 0; i < windows.size(); ++i) {
+      if (hi[i] == 0)
+        throw BackendFault{"runtime_error",
+                           fmt::format("timed call {} launched no device work (kernel, copy or memset)", i), false};
+      if (names[i] != names[0])
+        throw BackendFault{"runtime_error",
+                           fmt::format("timed call {} ran a different set of device activities than call 0 "
+                                       "(SOL-ExecBench rejects inconsistent kernels)", i),
+                           false};
+      r.samples_us.push_back(static_cast<double>(hi[i] - lo[i]) / 1000.0);
+    }
+    r.activity.assign(names[0].begin(), names[0].end());
+    if (g_dropped > 0)
+      throw BackendFault{"runtime_error", fmt::format("CUPTI dropped {} activity records", g_dropped.load()), false};
+    return r;
+  }
+
+ private:
+  cudaDeviceProp prop_{};
+  int device_ = 0;
+  void* flush_ = nullptr;
+  size_t flush_bytes_ = 0;
+
+  std::string uuid_str() const {
+    std::string s;
+    for (int i = 0; i < 16; ++i) s += fmt::format("{:02x}", static_cast<unsigned char>(prop_.uuid.bytes[i]));
+    return s;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+bool cuda_target_built() { return true; }
+
+}  // namespace ka

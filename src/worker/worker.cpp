@@ -1,0 +1,229 @@
+// worker/worker.cpp — the worker loop. The protocol streams move off fds 0/1 at start so that a
+// candidate's prints go to the log (stderr) and cannot corrupt replies. Each "run" poisons the
+// outputs (0xFF bytes: NaN in every float format that has one) before the call in check mode, and
+// in time mode gives every call fresh argument buffers shifted by 256 bytes, as SOL-ExecBench does.
+#include "worker/worker.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <kernelarc/abi.h>
+
+#include "judge/protocol.h"
+#include "problem/dtype.h"
+#include "target/backend.h"
+#include "util/error.h"
+
+namespace ka {
+namespace {
+
+using json = nlohmann::json;
+using EntryFn = int (*)(const TensorArg*, int);
+
+struct Arg {
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;
+  bool scalar = false, output = false;
+  size_t nbytes = 0;
+  std::vector<std::byte> host;  // inputs: data from the judge; outputs: filled after the call
+};
+
+TensorArg make_arg(const Arg& a, void* data) {
+  TensorArg t{};
+  t.data = data;
+  t.dtype = a.dtype;
+  t.ndim = a.scalar ? -1 : static_cast<int32_t>(a.shape.size());
+  int64_t stride = 1;
+  for (int i = static_cast<int>(a.shape.size()) - 1; i >= 0; --i) {
+    t.shape[i] = a.shape[static_cast<size_t>(i)];
+    t.strides[i] = stride;
+    stride *= a.shape[static_cast<size_t>(i)];
+  }
+  return t;
+}
+
+class Worker {
+ public:
+  Worker(int in, int out, std::unique_ptr<Backend> b) : in_(in), out_(out), be_(std::move(b)) {}
+
+  int loop() {
+    if (!wire::write_message(out_, {{"ok", true}, {"target", be_->name()}, {"device", be_->device_info()}})) return 1;
+    for (;;) {
+      json h;
+      if (!wire::read_header(in_, h)) return 0;  // judge went away
+      std::string op = h.value("op", "");
+      try {
+        if (op == "exit") {
+          wire::write_message(out_, {{"ok", true}});
+          return 0;
+        } else if (op == "load") {
+          load(h);
+        } else if (op == "run") {
+          run(h);
+        } else {
+          reply_fail("runtime_error", "unknown op " + op, false);
+        }
+      } catch (const BackendFault& f) {
+        reply_fail(f.verdict, f.message, f.fatal);
+        if (f.fatal) return 3;
+      } catch (const std::exception& e) {
+        reply_fail("runtime_error", std::string("the candidate threw: ") + e.what(), false);
+      }
+    }
+  }
+
+ private:
+  int in_, out_;
+  std::unique_ptr<Backend> be_;
+  void* lib_ = nullptr;
+  EntryFn entry_ = nullptr;
+
+  void reply_fail(const std::string& verdict, const std::string& msg, bool fatal) {
+    wire::write_message(out_, {{"ok", false}, {"verdict", verdict}, {"message", one_line(msg)}, {"fatal", fatal}});
+  }
+
+  void load(const json& h) {
+    if (lib_) throw BackendFault{"runtime_error", "a candidate is already loaded in this worker", false};
+    std::string path = h.at("library");
+    lib_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib_) throw BackendFault{"compile_error", std::string("cannot load the candidate: ") + ::dlerror(), false};
+    entry_ = reinterpret_cast<EntryFn>(::dlsym(lib_, "kernelarc_entry"));
+    if (!entry_) throw BackendFault{"compile_error", "the candidate library exports no kernelarc_entry", false};
+    wire::write_message(out_, {{"ok", true}});
+  }
+
+  std::vector<Arg> read_args(const json& h) {
+    std::vector<Arg> args;
+    for (const auto& j : h.at("args")) {
+      Arg a;
+      a.dtype = j.at("dtype");
+      a.shape = j.at("shape").get<std::vector<int64_t>>();
+      a.scalar = j.value("scalar", false);
+      a.output = j.value("output", false);
+      a.nbytes = j.at("nbytes");
+      if (!a.output) {
+        a.host.resize(a.nbytes);
+        if (!wire::read_full(in_, a.host.data(), a.nbytes)) throw BackendFault{"runtime_error", "short payload", true};
+      }
+      args.push_back(std::move(a));
+    }
+    return args;
+  }
+
+  void call(const std::vector<TensorArg>& t) {
+    if (!entry_) throw BackendFault{"runtime_error", "no candidate loaded", false};
+    int rc = entry_(t.data(), static_cast<int>(t.size()));
+    if (rc != 0)
+      throw BackendFault{"runtime_error",
+                         fmt::format("the entry function does not take {} arguments (inputs then outputs)", t.size()),
+                         false};
+  }
+
+  void run(const json& h) {
+    std::vector<Arg> args = read_args(h);
+    std::string mode = h.value("mode", "check");
+    std::vector<void*> bufs(args.size(), nullptr);
+    struct Free {
+      Backend& b;
+      std::vector<void*>& v;
+      ~Free() {
+        for (void* p : v)
+          if (p) b.release(p);
+      }
+    } free_all{*be_, bufs};
+    if (mode == "check") {
+      std::vector<TensorArg> t;
+      for (size_t i = 0; i < args.size(); ++i) {
+        Arg& a = args[i];
+        if (a.scalar) {
+          t.push_back(make_arg(a, a.host.data()));
+          continue;
+        }
+        bufs[i] = be_->alloc(a.nbytes);
+        if (a.output) be_->fill(bufs[i], 0xff, a.nbytes);
+        else be_->to_device(bufs[i], a.host.data(), a.nbytes);
+        t.push_back(make_arg(a, bufs[i]));
+      }
+      be_->sync();
+      call(t);
+      be_->sync();
+      std::vector<std::pair<const void*, size_t>> payload;
+      std::vector<std::vector<std::byte>> back(args.size());
+      for (int pass = 0; pass < 2; ++pass)  // outputs first, then inputs (to verify they are unchanged)
+        for (size_t i = 0; i < args.size(); ++i) {
+          if (args[i].output != (pass == 0) || args[i].scalar) continue;
+          back[i].resize(args[i].nbytes);
+          be_->to_host(back[i].data(), bufs[i], args[i].nbytes);
+          payload.emplace_back(back[i].data(), back[i].size());
+        }
+      size_t total = 0;
+      for (auto& p : payload) total += p.second;
+      wire::write_message(out_, {{"ok", true}, {"payload", total}}, payload);
+      return;
+    }
+    // Time mode: a pristine device copy of each input, and a pool per argument from which call i
+    // takes its buffers at byte offset 256·i (fresh pointers, pristine data, zeroed outputs).
+    int warmup = h.value("warmup", 10), iterations = h.value("iterations", 50);
+    const size_t calls = static_cast<size_t>(warmup + iterations);
+    std::vector<void*> pristine(args.size(), nullptr);
+    struct FreeP {
+      Backend& b;
+      std::vector<void*>& v;
+      ~FreeP() {
+        for (void* p : v)
+          if (p) b.release(p);
+      }
+    } free_p{*be_, pristine};
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].scalar) continue;
+      bufs[i] = be_->alloc(args[i].nbytes + 256 * (calls - 1));
+      if (!args[i].output) {
+        pristine[i] = be_->alloc(args[i].nbytes);
+        be_->to_device(pristine[i], args[i].host.data(), args[i].nbytes);
+      }
+    }
+    be_->sync();
+    std::vector<TensorArg> t(args.size());
+    auto setup = [&](int call_index) {
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i].scalar) {
+          t[i] = make_arg(args[i], args[i].host.data());
+          continue;
+        }
+        void* p = static_cast<char*>(bufs[i]) + 256 * static_cast<size_t>(call_index);
+        if (args[i].output) be_->fill(p, 0, args[i].nbytes);
+        else be_->copy(p, pristine[i], args[i].nbytes);
+        t[i] = make_arg(args[i], p);
+      }
+    };
+    TimingResult r = be_->time_calls(warmup, iterations, setup, [&] { call(t); });
+    be_->sync();
+    wire::write_message(out_, {{"ok", true}, {"samples_us", r.samples_us}, {"activity", r.activity}});
+  }
+};
+
+}  // namespace
+
+int worker_main(const std::string& target) {
+  int in = ::dup(0), out = ::dup(1);
+  ::fcntl(in, F_SETFD, FD_CLOEXEC);
+  ::fcntl(out, F_SETFD, FD_CLOEXEC);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  ::dup2(devnull, 0);
+  ::dup2(2, 1);  // the candidate's stdout goes to the worker log
+  std::unique_ptr<Backend> be;
+  try {
+    be = target == "cuda" ? make_cuda_backend() : make_host_backend();
+  } catch (const UserError& e) {
+    wire::write_message(out, {{"ok", false}, {"verdict", "unavailable"}, {"message", one_line(e.what())}, {"fatal", true}});
+    return 2;
+  } catch (const BackendFault& f) {
+    wire::write_message(out, {{"ok", false}, {"verdict", f.verdict}, {"message", f.message}, {"fatal", true}});
+    return 2;
+  }
+  return Worker(in, out, std::move(be)).loop();
+}
+
+}  // namespace ka

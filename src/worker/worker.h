@@ -1,0 +1,11 @@
+// worker/worker.h — the worker process: loads one candidate library at a time and runs it on the
+// tensors the judge sends, through a target Backend. It never sees reference outputs.
+#pragma once
+#include <string>
+
+namespace ka {
+
+// Runs the worker loop on stdin/stdout (protocol in judge/protocol.h); returns the exit code.
+int worker_main(const std::string& target);
+
+}  // namespace ka
