@@ -13,9 +13,10 @@ namespace ka::cli {
 void register_problems(CLI::App& app) {
   auto* cmd = app.add_subcommand("problems", "List the problems in folders (SOL-ExecBench layout) and check they load");
   static std::vector<std::string> paths;
-  static bool show_missing = false;
+  static bool show_missing = false, strict = false;
   cmd->add_option("PATH", paths, "A problem folder, or a folder holding problem folders")->required();
   cmd->add_flag("--why", show_missing, "Say which input is unavailable for problems that have one");
+  cmd->add_flag("--strict", strict, "Treat an unavailable input (missing or bad blob) as an error (exit 2)");
   cmd->callback([] {
     std::vector<std::filesystem::path> dirs;
     for (const auto& p : paths)
@@ -25,6 +26,8 @@ void register_problems(CLI::App& app) {
     size_t unavailable = 0;
     for (const auto& d : dirs) {
       Problem p = load_problem(d);
+      if (strict)
+        for (const auto& w : p.workloads) require_inputs_available(p, w);
       std::set<std::string> dts;
       for (const auto* sec : {&p.def.inputs, &p.def.outputs})
         for (const auto& t : *sec) dts.insert(std::string(dtype_name(t.dtype)));

@@ -188,16 +188,20 @@ def _st_dtype_of(code):
 # ─────────────────────────────────────── safetensors ──────────────────────────────────────
 
 
-def _tensor_bytes(t):
-    """Raw little-endian bytes of a CPU tensor, in row-major order."""
+def _cpu_contiguous(t):
     t = t.detach()
     if t.device.type != "cpu":
         t = t.to("cpu")
-    t = t.contiguous()
+    return t.contiguous()
+
+
+def _tensor_view(t):
+    """(keep-alive tensor, memoryview of its raw little-endian bytes in row-major order)."""
+    t = _cpu_contiguous(t)
     n = t.numel() * t.element_size()
     if n == 0:
-        return b""
-    return ctypes.string_at(t.data_ptr(), n)
+        return t, memoryview(b"")
+    return t, memoryview((ctypes.c_char * n).from_address(t.data_ptr())).cast("B")
 
 
 def write_safetensors(path, tensors, metadata=None):
@@ -210,7 +214,8 @@ def write_safetensors(path, tensors, metadata=None):
     for name, t in tensors.items():
         if not isinstance(name, str) or name == "__metadata__":
             raise ValueError(f"bad tensor name {name!r}")
-        items.append((name, t, _st_code_of(t.dtype), _tensor_bytes(t)))
+        t, data = _tensor_view(t)
+        items.append((name, t, _st_code_of(t.dtype), data))
     order = sorted(range(len(items)), key=lambda i: (-items[i][1].element_size(), i))
     header = {}
     if metadata:
@@ -247,8 +252,16 @@ def read_safetensors(path):
     metadata = header.pop("__metadata__", None) or {}
     out = {}
     for name, e in header.items():
-        dtype = _st_dtype_of(e["dtype"])
         shape = [int(d) for d in e["shape"]]
+        if e["dtype"] == "F4":
+            # The safetensors library's own FP4 code counts 4-bit elements; pack pairs along
+            # the last dimension into float4_e2m1fn_x2 (low nibble first, as torch does).
+            if not shape or shape[-1] % 2:
+                raise ValueError(f"{path}: F4 tensor '{name}' needs an even last dimension")
+            shape[-1] //= 2
+            dtype = torch.float4_e2m1fn_x2
+        else:
+            dtype = _st_dtype_of(e["dtype"])
         begin, end = (int(x) for x in e["data_offsets"])
         numel = 1
         for d in shape:
@@ -731,9 +744,13 @@ def normalize_outputs(result, defn):
 
 
 def _same_bytes(a, b):
+    """Bitwise equality (NaN-safe) of two tensors."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
-    return _tensor_bytes(a) == _tensor_bytes(b)
+    a, b = _cpu_contiguous(a), _cpu_contiguous(b)
+    if a.numel() == 0:
+        return True
+    return torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
 
 
 # ──────────────────────────────────────── timing ──────────────────────────────────────────
@@ -991,8 +1008,10 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
         for (name, v) in zip(defn["inputs"].keys(), values):
             t, m = to_storable(name, v)
             m["source"] = sources[name]
-            if isinstance(v, torch.Tensor) and not v.is_contiguous():
-                notes.append(f"input '{name}' is not contiguous (strides {list(v.stride())}); stored contiguous")
+            if isinstance(v, torch.Tensor):
+                m["strides"] = list(v.stride())  # layout as generated, in elements
+                if not v.is_contiguous():
+                    notes.append(f"input '{name}' is not contiguous (strides {list(v.stride())}); stored contiguous")
             stored_inputs[name] = t
             inputs_meta[name] = m
         write_safetensors(os.path.join(outdir, "inputs.safetensors"), stored_inputs, {"format": "pt"})
@@ -1014,7 +1033,7 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
         mutated = [
             n
             for n, v in zip(defn["inputs"].keys(), values)
-            if isinstance(v, torch.Tensor) and not _same_bytes(v.detach().to("cpu").contiguous(), stored_inputs[n])
+            if isinstance(v, torch.Tensor) and not _same_bytes(v, stored_inputs[n])
         ]
         del outputs, stored_inputs
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Packs a build made here for a run on another machine (the H200 lent through the device tool):
+# .dev/bin/kernelarc (stripped; it finds the repo's oracle and headers two folders up) and
+# .dev/lib with the non-system shared libraries it links (fmt, spdlog, CUDA runtime, CUPTI), plus
+# .data/problems, a copy of ../shared/problems. Both folders are git-ignored; name them in `carry`
+# and run there with LD_LIBRARY_PATH=.dev/lib.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x build/src/kernelarc ] || scripts/build.sh
+rm -rf .dev && mkdir -p .dev/bin .dev/lib
+strip -o .dev/bin/kernelarc build/src/kernelarc
+ldd build/src/kernelarc | awk '/=> \// {print $3}' | grep -E 'libfmt|libspdlog|libcupti|libcudart' | while read -r lib; do
+  cp -L "$lib" .dev/lib/
+done
+if [ -d ../shared/problems ] && [ ! -d .data/problems ]; then
+  mkdir -p .data && cp -r ../shared/problems .data/
+fi
+du -sh .dev .data 2>/dev/null
