@@ -12,5 +12,6 @@ void set_exit_code(int c);
 void register_problems(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_worker(CLI::App& app);
+void register_export(CLI::App& app);
 
 }  // namespace ka::cli

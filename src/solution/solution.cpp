@@ -228,7 +228,12 @@ json to_solution_json(const Candidate& c, const Definition& def) {
     spec["entry_point"] = c.entry_file + "::" + c.entry_symbol;
     for (const auto& s : c.sources) sources.push_back({{"path", s.path}, {"content", s.content}});
   }
-  spec["compile_options"] = {{"cflags", c.cflags}, {"cuda_cflags", c.cuda_cflags}, {"ld_flags", c.ld_flags}};
+  // Explicit options: with none, SOL-ExecBench would compile without -O3. Its own gencode flag for
+  // the GPU at hand is still injected when these name no architecture.
+  const std::vector<std::string> def_cuda{"-O3"};
+  spec["compile_options"] = {{"cflags", c.cflags},
+                             {"cuda_cflags", c.has_compile_options ? c.cuda_cflags : def_cuda},
+                             {"ld_flags", c.ld_flags}};
   return {{"name", c.name},     {"definition", def.name}, {"author", c.author},
           {"description", c.description}, {"spec", spec},   {"sources", sources}};
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# GPU checks of the judge (issue "The judge"), run on the H200 from the repo root after
+# scripts/device-pack.sh (carry .dev and .data). Writes logs to $OUT (or /tmp/ka-out) and prints a
+# summary last:
+#   1. the hand-written CUDA solutions of the seven dev RMSNorm problems and GEMM 004 (cuBLASLt
+#      and WMMA), every workload;
+#   2. the adversarial CUDA candidates (crash, hang, input write, untouched output, illegal memory
+#      access, remembered results), with a correct candidate judged after each;
+#   3. the cuBLASLt GEMM's judged medians against torch.matmul's cuBLAS kernel time from PyTorch's
+#      profiler with the same L2 flush (bench/torch_matmul_profile.py);
+#   4. an exported solution.json built and called the way SOL-ExecBench does (bench/check_export.py).
+set -uo pipefail
+FINAL=${OUT:-/tmp/ka-out}
+OUT=$FINAL/judge   # everything lands here, then one archive goes back ($FINAL/judge_logs.tgz)
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
+export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
+K=.dev/bin/kernelarc
+P=.data/problems/sol-execbench/FlashInfer-Bench
+STEPS=${STEPS:-"solutions adversarial matmul export"}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+summary=()
+
+if [[ $STEPS == *solutions* ]]; then
+  for n in 021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
+           001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168; do
+    $K eval "$P/$n" -s "examples/solutions/$n/solution.json" --report "$OUT/report_$n.json" -o "$OUT/traces.jsonl" \
+      >"$OUT/eval_$n.txt" 2>&1
+    summary+=("$n: $(tail -1 "$OUT/eval_$n.txt")")
+  done
+  for s in cublas wmma; do
+    $K eval "$P/004_gemm_n128_k2048" -s "examples/solutions/004_gemm_n128_k2048/solution_$s.json" \
+      --report "$OUT/report_004_$s.json" -o "$OUT/traces.jsonl" >"$OUT/eval_004_$s.txt" 2>&1
+    summary+=("004 $s: $(tail -1 "$OUT/eval_004_$s.txt")")
+  done
+fi
+
+if [[ $STEPS == *adversarial* ]]; then
+  good=examples/solutions/021_rmsnorm_h128/solution.json
+  for a in crash hang write_input untouched illegal_access remember; do
+    $K eval "$P/021_rmsnorm_h128" -s "tests/data/adversarial/cuda/$a.cu" --workloads 2 --timeout 10 --no-reference-time \
+      --report "$OUT/adv_$a.json" >"$OUT/adv_$a.txt" 2>&1
+    v=$(python3 -c "import json;print(','.join(w['verdict'] for w in json.load(open('$OUT/adv_$a.json'))['workloads']))" 2>/dev/null)
+    $K eval "$P/021_rmsnorm_h128" -s $good --workloads 2 --no-reference-time >"$OUT/adv_${a}_next.txt" 2>&1
+    summary+=("adversarial $a: $v; next candidate: $(tail -1 "$OUT/adv_${a}_next.txt")")
+  done
+fi
+
+if [[ $STEPS == *matmul* ]]; then
+  python3 bench/torch_matmul_profile.py "$P/004_gemm_n128_k2048" >"$OUT/torch_matmul.jsonl" 2>"$OUT/torch_matmul.err"
+  summary+=("$(python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+rep = {w["uuid"]: w for w in json.load(open(f"{out}/report_004_cublas.json"))["workloads"]}
+rows, worst = [], 0
+for line in open(f"{out}/torch_matmul.jsonl"):
+    t = json.loads(line)
+    w = rep.get(t["uuid"])
+    if not w or "timing" not in w:
+        continue
+    k = w["timing"]["median_us"]
+    d = k / t["torch_matmul_us"] - 1
+    worst = max(worst, abs(d))
+    rows.append(f"M={t['M']}: judge {k:.2f} us, torch profiler {t['torch_matmul_us']:.2f} us ({d:+.1%})")
+open(f"{out}/matmul_compare.txt", "w").write("\n".join(rows) + "\n")
+print(f"cuBLASLt judged vs torch.matmul profiler: {len(rows)} workloads, worst |diff| {worst:.1%}")
+PY
+)")
+fi
+
+if [[ $STEPS == *export* ]]; then
+  $K export "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/solution.json -o "$OUT/export_021.json" >/dev/null
+  python3 bench/check_export.py "$P/021_rmsnorm_h128" "$OUT/export_021.json" >"$OUT/export_021.txt" 2>"$OUT/export_021.err"
+  summary+=("export 021 under the torch cpp_extension build: $(grep -c '"ok": true' "$OUT/export_021.txt") ok, $(grep -c '"ok": false' "$OUT/export_021.txt") failed")
+fi
+
+{
+  echo "=== summary ($(head -2 "$OUT/gpu.txt" | tail -1)), $(date -u +%FT%TZ)"
+  printf '%s\n' "${summary[@]}"
+} | tee "$OUT/summary.txt"
+tar czf "$FINAL/judge_logs.tgz" -C "$FINAL" judge && rm -rf "$OUT"
