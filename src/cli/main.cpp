@@ -3,12 +3,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kernelarc"));  // stdout is for results
   CLI::App app{"KernelArc: judges and optimizes GPU kernels for SOL-ExecBench problems"};
   app.require_subcommand(1);
   app.set_version_flag("--version", KA_VERSION);

@@ -700,7 +700,8 @@ def gen_inputs(problem, workload, axes, shapes, safe, namespace, device, notes):
 def to_storable(name, value):
     """CPU contiguous tensor for safetensors, plus meta info."""
     if isinstance(value, torch.Tensor):
-        t = value.detach().to("cpu").contiguous()
+        # Always a copy: the reference may modify the generated tensor in place.
+        t = value.detach().to("cpu", copy=True).contiguous()
         return t, {"dtype": torch_dtype_name(t.dtype), "shape": list(t.shape)}
     if isinstance(value, bool):
         t, pytype = torch.tensor(value, dtype=torch.bool), "bool"
@@ -836,9 +837,10 @@ def split_trace(events, iterations):
             ts = float(ev["ts"])
         except (KeyError, TypeError, ValueError):
             continue
-        if cat in ("cuda_runtime", "cuda_driver"):
+        if cat in ("cuda_runtime", "cuda_driver", "runtime", "driver"):
             api.append((ts, corr))
-        elif cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+        elif cat in ("kernel", "gpu_memcpy", "gpu_memset", "concurrent_kernel", "memcpy", "memset"):
+            cat = "gpu_memcpy" if cat == "memcpy" else "gpu_memset" if cat == "memset" else cat
             dur = float(ev.get("dur") or 0.0)
             nbytes = args.get("bytes", 0)
             dev.setdefault(corr, []).append((ts, ts + dur, f"{cat}|{ev.get('name', '')}|{nbytes}", cat, nbytes))
@@ -1094,7 +1096,7 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
 def _write_json(path, obj):
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, allow_nan=True)
+        json.dump(obj, f, indent=1, allow_nan=False)
         f.write("\n")
     os.replace(tmp, path)
 

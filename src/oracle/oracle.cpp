@@ -118,7 +118,8 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     }
     std::error_code ec;
     fs::rename(job, dst, ec);
-    if (ec) throw std::runtime_error(fmt::format("cannot move oracle entry into the cache: {}", ec.message()));
+    if (ec && !fs::exists(dst / "manifest.json"))  // (a concurrent run may have stored it first)
+      throw std::runtime_error(fmt::format("cannot move oracle entry into the cache: {}", ec.message()));
     out[i].meta = json::parse(read_text(dst / "meta.json"));
   }
   for (const auto& e : fs::directory_iterator(work)) {

@@ -115,6 +115,8 @@ class Worker {
   void call(const std::vector<TensorArg>& t) {
     if (!entry_) throw BackendFault{"runtime_error", "no candidate loaded", false};
     int rc = entry_(t.data(), static_cast<int>(t.size()));
+    if (rc == -2)
+      throw BackendFault{"runtime_error", "the solution registered no function under its entry point's name", false};
     if (rc != 0)
       throw BackendFault{"runtime_error",
                          fmt::format("the entry function does not take {} arguments (inputs then outputs)", t.size()),
