@@ -8,7 +8,10 @@
 #      access, remembered results), with a correct candidate judged after each;
 #   3. the cuBLASLt GEMM's judged medians against torch.matmul's cuBLAS kernel time from PyTorch's
 #      profiler with the same L2 flush (bench/torch_matmul_profile.py);
-#   4. an exported solution.json built and called the way SOL-ExecBench does (bench/check_export.py).
+#   4. an exported solution.json built and called the way SOL-ExecBench does (bench/check_export.py);
+#   5. (torch) a solution written for SOL-ExecBench (torch binding) and an exported one, judged here;
+#   6. (upstream) exported solutions run under SOL-ExecBench's own evaluator (bench/run_solexecbench.sh;
+#      needs .whl and .data/sol-execbench-src carried).
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
 OUT=$FINAL/judge   # everything lands here, then one archive goes back ($FINAL/judge_logs.tgz)
@@ -17,7 +20,7 @@ export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
 export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
 K=.dev/bin/kernelarc
 P=.data/problems/sol-execbench/FlashInfer-Bench
-STEPS=${STEPS:-"solutions adversarial matmul export"}
+STEPS=${STEPS:-"solutions adversarial matmul export torch upstream"}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
 summary=()
 
@@ -72,6 +75,29 @@ if [[ $STEPS == *export* ]]; then
   $K export "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/solution.json -o "$OUT/export_021.json" >/dev/null
   python3 bench/check_export.py "$P/021_rmsnorm_h128" "$OUT/export_021.json" >"$OUT/export_021.txt" 2>"$OUT/export_021.err"
   summary+=("export 021 under the torch cpp_extension build: $(grep -c '"ok": true' "$OUT/export_021.txt") ok, $(grep -c '"ok": false' "$OUT/export_021.txt") failed")
+fi
+
+if [[ $STEPS == *torch* ]]; then
+  $K eval "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/torch_binding/solution.json \
+    --report "$OUT/report_021_torch_binding.json" >"$OUT/eval_021_torch_binding.txt" 2>&1
+  summary+=("021 written for SOL-ExecBench (torch binding), judged by KernelArc: $(tail -1 "$OUT/eval_021_torch_binding.txt")")
+  $K export "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/solution.json -o "$OUT/export_021.json" >/dev/null
+  $K eval "$P/021_rmsnorm_h128" -s "$OUT/export_021.json" --report "$OUT/report_021_exported.json" \
+    >"$OUT/eval_021_exported.txt" 2>&1
+  summary+=("021 exported by KernelArc, judged by KernelArc: $(tail -1 "$OUT/eval_021_exported.txt")")
+fi
+
+if [[ $STEPS == *upstream* ]]; then
+  for spec in 021_rmsnorm_h128:solution.json 001_fused_add_rmsnorm_h2048:solution.json 004_gemm_n128_k2048:solution_cublas.json; do
+    n=${spec%%:*}; f=${spec#*:}
+    $K export "$P/$n" -s "examples/solutions/$n/$f" -o "$OUT/upstream_$n.json" >/dev/null
+    SXB_TIMEOUT=240 bash bench/run_solexecbench.sh "$P/$n" "$OUT/upstream_$n.json" "$OUT/upstream_traces_$n.jsonl" \
+      >"$OUT/upstream_$n.txt" 2>&1
+    summary+=("SOL-ExecBench's own evaluator on KernelArc's export of $n: $(python3 -c "
+import json, collections
+c = collections.Counter(json.loads(l)['evaluation']['status'] for l in open('$OUT/upstream_traces_$n.jsonl') if l.startswith('{'))
+print(dict(c))" 2>/dev/null || echo 'no traces')")
+  done
 fi
 
 {

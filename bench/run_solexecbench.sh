@@ -23,7 +23,7 @@
 #   SXB_VERBOSE=1        pass -v (show compiler / driver stderr) and --keep-staging
 #   PYTHON               interpreter                            (default python3)
 # Exit code: the CLI's (0 only when every workload is PASSED; 1 for any other status, a build
-# failure or a run with no trace), 124 when the outer timeout fired, 2 for bad usage.
+# failure or a run with no trace), 124 when the outer cap fired, 2 for bad usage.
 set -uo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -77,11 +77,47 @@ args=("$problem" --solution "$solution" --output "$traces"
 
 mkdir -p "$(dirname "$traces")"
 rm -f "$traces"
-# The CLI entry point of upstream's pyproject ([project.scripts] sol-execbench = sol_execbench.cli:cli).
-timeout -k 10 $((compile_timeout + eval_timeout + 60)) \
-  "$py" -c 'import sys; from sol_execbench.cli import cli; cli(prog_name="sol-execbench")' "${args[@]}"
+# Upstream's CLI entry point ([project.scripts] sol-execbench = sol_execbench.cli:cli), started in a
+# session of its own. Its timeouts kill only its direct child (`python build_ext.py` or
+# `python eval_driver.py`), and ninja starts nvcc in new process groups, so whatever of that session
+# is still alive when the CLI is done (or past the outer cap) is killed here, found by session id.
+"$py" - "$((compile_timeout + eval_timeout + 60))" "${args[@]}" <<'PY'
+import os, signal, subprocess, sys, time
+limit = int(sys.argv[1])
+cmd = [sys.executable, "-c", "from sol_execbench.cli import cli; cli(prog_name='sol-execbench')", *sys.argv[2:]]
+p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
+try:
+    rc = p.wait(timeout=limit)
+except subprocess.TimeoutExpired:
+    print(f"run_solexecbench: outer timeout after {limit} s", file=sys.stderr)
+    rc = 124
+
+def session(sid):
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":  # state ppid pgrp session
+                pids.append(int(d))
+    return pids
+
+for _ in range(20):
+    p.poll()
+    left = session(p.pid)
+    if not left:
+        break
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    time.sleep(0.2)
+sys.exit(rc)
+PY
 rc=$?
-[[ $rc == 124 ]] && echo "run_solexecbench: outer timeout" >&2
 if [[ -s $traces ]]; then
   "$py" - "$traces" <<'PY' >&2
 import collections, json, sys

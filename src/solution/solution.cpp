@@ -202,6 +202,8 @@ KA_ENTRY({symbol})
 void kernelarc_torch_entry({params}) {{
 {args}  const ka::TensorArg all[] = {{{list}}};
   TORCH_CHECK(kernelarc_entry(all, {n}) == 0, "argument count mismatch");
+  const cudaError_t err = cudaGetLastError();  // a failed launch is an error, not a wrong answer
+  TORCH_CHECK(err == cudaSuccess, "kernel launch failed: ", cudaGetErrorString(err));
 }}
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ m.def("run", &kernelarc_torch_entry); }}
