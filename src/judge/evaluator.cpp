@@ -13,6 +13,12 @@
 #include "util/files.h"
 
 namespace ka {
+
+struct InputSet {
+  std::vector<Tensor> inputs;   // definition order
+  std::vector<Tensor> outputs;  // shapes/dtypes of the reference, data = reference values
+};
+
 namespace {
 
 using json = nlohmann::json;
@@ -25,10 +31,6 @@ double quantile(const std::vector<double>& sorted, double q) {
   return i + 1 < sorted.size() ? sorted[i] * (1 - f) + sorted[i + 1] * f : sorted[i];
 }
 
-struct InputSet {
-  std::vector<Tensor> inputs;   // definition order
-  std::vector<Tensor> outputs;  // shapes/dtypes of the reference, data = reference values
-};
 
 // Loads an oracle entry into definition order; the reference stays here, in the judge.
 InputSet load_set(const Problem& p, const Oracle& oracle, const OracleEntry& e) {
@@ -137,28 +139,57 @@ TimingStats summarize(std::vector<double> samples_us) {
   return t;
 }
 
-CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,
-                       const EvalOptions& opt) {
-  CandidateEval ev;
-  ev.target = opt.target;
-  if (c.target() != opt.target)
-    user_error("solution '{}' is {} ({}), but the target is {}", c.name, c.language, c.target(), opt.target);
-  fs::path log_dir = opt.log_dir.empty() ? cache_root() / "logs" : opt.log_dir;
+JudgeSession::JudgeSession(const Problem& p, std::vector<const Workload*> workloads, Oracle& oracle, EvalOptions opt)
+    : p_(p), workloads_(std::move(workloads)), oracle_(oracle), opt_(std::move(opt)) {
+  fs::path log_dir = opt_.log_dir.empty() ? cache_root() / "logs" : opt_.log_dir;
   fs::create_directories(log_dir);
-  WorkerClient worker(opt.target, log_dir / fmt::format("worker-{}.log", ::getpid()));
-  ev.device = worker.hello()["device"];
-  int sm = ev.device.value("sm", 0);
+  worker_ = std::make_unique<WorkerClient>(opt_.target, log_dir / fmt::format("worker-{}-{}.log", ::getpid(), p_.def.name));
+}
 
+JudgeSession::~JudgeSession() = default;
+
+const json& JudgeSession::device() { return worker_->hello()["device"]; }
+
+int JudgeSession::sm() { return device().value("sm", 0); }
+
+void JudgeSession::prepare() {
+  if (prepared_) return;
   // Oracle entries: the check set (seed) and the fresh re-check set (seed + 1).
   std::vector<OracleRequest> reqs;
-  for (const Workload* w : workloads) {
-    require_inputs_available(p, *w);
-    reqs.push_back({w, opt.seed});
-    reqs.push_back({w, opt.seed + 1});
+  for (const Workload* w : workloads_) {
+    require_inputs_available(p_, *w);
+    reqs.push_back({w, opt_.seed});
+    reqs.push_back({w, opt_.seed + 1});
   }
-  std::vector<OracleEntry> entries = oracle.ensure(p, reqs, opt.time_reference);
+  entries_ = oracle_.ensure(p_, reqs, opt_.time_reference);
+  sets_.resize(entries_.size());
+  prepared_ = true;
+}
 
-  ev.build = build_candidate(c, sm);
+const InputSet& JudgeSession::set(size_t i) {
+  if (!sets_[i]) sets_[i] = std::make_unique<InputSet>(load_set(p_, oracle_, entries_[i]));
+  return *sets_[i];
+}
+
+CandidateEval JudgeSession::evaluate(const Candidate& c) {
+  if (c.target() != opt_.target)
+    user_error("solution '{}' is {} ({}), but the target is {}", c.name, c.language, c.target(), opt_.target);
+  int arch = sm();
+  prepare();
+  return judge(c, build_candidate(c, arch));
+}
+
+CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) {
+  prepare();
+  CandidateEval ev;
+  ev.target = opt_.target;
+  ev.device = device();
+  ev.build = build;
+  const auto& workloads = workloads_;
+  WorkerClient& worker = *worker_;
+  const EvalOptions& opt = opt_;
+  const Problem& p = p_;
+  const int restarts_before = worker.restarts();
   if (!ev.build.ok) {
     std::string first;
     for (size_t pos = 0; pos < ev.build.log.size();) {
@@ -187,8 +218,8 @@ CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<c
     WorkloadEval w;
     w.uuid = wl.uuid;
     w.workload = wl.raw;
-    const OracleEntry& first = entries[2 * k];
-    const OracleEntry& fresh = entries[2 * k + 1];
+    const OracleEntry& first = entries_[2 * k];
+    const OracleEntry& fresh = entries_[2 * k + 1];
     if (!first.ok() || !fresh.ok()) {
       w.verdict = Verdict::unavailable;
       w.message = first.ok() ? fresh.error : first.error;
@@ -196,7 +227,7 @@ CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<c
       continue;
     }
     if (auto ms = first.reference_ms()) w.reference_us = *ms * 1000.0;
-    InputSet s1 = load_set(p, oracle, first);
+    const InputSet& s1 = set(2 * k);
     if (!check_once(worker, p, s1, wl.tolerance, opt, w, "check")) {
       ev.workloads.push_back(std::move(w));
       continue;
@@ -223,15 +254,21 @@ CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<c
       }
       w.timing = best;
     }
-    InputSet s2 = load_set(p, oracle, fresh);
+    const InputSet& s2 = set(2 * k + 1);
     if (!check_once(worker, p, s2, wl.tolerance, opt, w, "re-check on fresh inputs after timing")) {
       ev.workloads.push_back(std::move(w));
       continue;
     }
     ev.workloads.push_back(std::move(w));
   }
-  ev.worker_restarts = worker.restarts();
+  ev.worker_restarts = worker.restarts() - restarts_before;
   return ev;
+}
+
+CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,
+                       const EvalOptions& opt) {
+  JudgeSession session(p, workloads, oracle, opt);
+  return session.evaluate(c);
 }
 
 }  // namespace ka

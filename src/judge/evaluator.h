@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,39 @@ struct CandidateEval {
 };
 
 TimingStats summarize(std::vector<double> samples_us);
+
+class WorkerClient;
+struct InputSet;
+
+// A judge for one problem and target: one worker process (replaced whenever it fails), the
+// oracle's input sets and references loaded once, many candidates judged one after another.
+class JudgeSession {
+ public:
+  JudgeSession(const Problem& p, std::vector<const Workload*> workloads, Oracle& oracle, EvalOptions opt);
+  ~JudgeSession();
+  JudgeSession(const JudgeSession&) = delete;
+  JudgeSession& operator=(const JudgeSession&) = delete;
+  // The device the worker runs on (starts the worker; UserError when the target cannot run).
+  const nlohmann::json& device();
+  int sm();
+  // Builds (through the build cache) and judges.
+  CandidateEval evaluate(const Candidate& c);
+  // Judges a candidate built already (e.g. by a build pool).
+  CandidateEval judge(const Candidate& c, const BuildResult& build);
+  const EvalOptions& options() const { return opt_; }
+
+ private:
+  const Problem& p_;
+  std::vector<const Workload*> workloads_;
+  Oracle& oracle_;
+  EvalOptions opt_;
+  std::unique_ptr<WorkerClient> worker_;
+  std::vector<OracleEntry> entries_;                 // 2 per workload: check set, fresh set
+  std::vector<std::unique_ptr<InputSet>> sets_;      // loaded lazily, parallel to entries_
+  bool prepared_ = false;
+  void prepare();
+  const InputSet& set(size_t i);
+};
 
 CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,
                        const EvalOptions& opt);

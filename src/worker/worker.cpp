@@ -77,7 +77,7 @@ class Worker {
  private:
   int in_, out_;
   std::unique_ptr<Backend> be_;
-  void* lib_ = nullptr;
+  std::vector<void*> libs_;
   EntryFn entry_ = nullptr;
 
   void reply_fail(const std::string& verdict, const std::string& msg, bool fatal) {
@@ -85,11 +85,14 @@ class Worker {
   }
 
   void load(const json& h) {
-    if (lib_) throw BackendFault{"runtime_error", "a candidate is already loaded in this worker", false};
+    // A worker judges one candidate after another; earlier libraries stay loaded (unloading
+    // device code mid-process is not worth the risk) and the newest one is the active entry.
     std::string path = h.at("library");
-    lib_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib_) throw BackendFault{"compile_error", std::string("cannot load the candidate: ") + ::dlerror(), false};
-    entry_ = reinterpret_cast<EntryFn>(::dlsym(lib_, "kernelarc_entry"));
+    entry_ = nullptr;
+    void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw BackendFault{"compile_error", std::string("cannot load the candidate: ") + ::dlerror(), false};
+    libs_.push_back(lib);
+    entry_ = reinterpret_cast<EntryFn>(::dlsym(lib, "kernelarc_entry"));
     if (!entry_) throw BackendFault{"compile_error", "the candidate library exports no kernelarc_entry", false};
     wire::write_message(out_, {{"ok", true}});
   }
