@@ -25,7 +25,7 @@ CompareResult compare_output(const Tensor& out, const Tensor& ref, const Toleran
   // and allow_negative_inf is set. The poison check runs first so an untouched output says so.
   bool all_nan_out = n > 0;
   int64_t ref_nonfinite = 0;
-  double norm_out = 0, norm_ref = 0;
+  float norm_out = 0, norm_ref = 0;  // float32, as upstream's torch norms: |x| < 2^-75 squares to 0
   for (int64_t i = 0; i < n; ++i) {
     float x = static_cast<float>(out.value(i));
     float y = static_cast<float>(ref.value(i));
@@ -34,8 +34,8 @@ CompareResult compare_output(const Tensor& out, const Tensor& ref, const Toleran
     if (both_neg_inf) continue;
     if (!std::isfinite(x)) ++r.nonfinite;
     if (!std::isfinite(y)) ++ref_nonfinite;
-    norm_out += static_cast<double>(x) * x;
-    norm_ref += static_cast<double>(y) * y;
+    norm_out += x * x;
+    norm_ref += y * y;
   }
   if (all_nan_out && dtype_is_float(out.dtype) && out.dtype != DType::f4_e2m1 && out.dtype != DType::f4_e2m1fn_x2) {
     r.never_written = true;

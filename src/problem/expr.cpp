@@ -61,7 +61,7 @@ std::vector<Token> tokenize(std::string_view s) {
         if (s[k] != '_') text += s[k];
       Token t{Token::Num, text, start, {}};
       if (is_float) {
-        t.num = Value::of(std::stod(text));
+        t.num = Value::of(std::strtod(text.c_str(), nullptr));  // as Python: 1e999 is inf, 1e-999 is 0.0
       } else {
         errno = 0;
         char* end = nullptr;
@@ -276,6 +276,19 @@ int64_t pymod(int64_t a, int64_t b, size_t pos) {
   return r;
 }
 
+// Python's float floor division (CPython float_floor_div): floor of the exact quotient, so that
+// 1 // 0.1 == 9.0, consistent with 1 % 0.1.
+double pyfloordiv(double a, double b, size_t pos) {
+  if (b == 0) throw ExprError(pos, "division by zero");
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
+  if (div == 0) return std::copysign(0.0, a / b);
+  double fl = std::floor(div);
+  if (div - fl > 0.5) fl += 1.0;
+  return fl;
+}
+
 double pyfmod(double a, double b, size_t pos) {
   if (b == 0) throw ExprError(pos, "modulo by zero");
   double r = std::fmod(a, b);
@@ -288,21 +301,24 @@ Value binary(const std::string& op, Value a, Value b, size_t pos) {
   if (op == "+") {
     if (ints) {
       int64_t r = 0;
-      return Value::of(checked(__builtin_add_overflow(a.i, b.i, &r), r, pos));
+      if (__builtin_add_overflow(a.i, b.i, &r)) throw ExprError(pos, "integer overflow");
+      return Value::of(r);
     }
     return Value::of(a.as_double() + b.as_double());
   }
   if (op == "-") {
     if (ints) {
       int64_t r = 0;
-      return Value::of(checked(__builtin_sub_overflow(a.i, b.i, &r), r, pos));
+      if (__builtin_sub_overflow(a.i, b.i, &r)) throw ExprError(pos, "integer overflow");
+      return Value::of(r);
     }
     return Value::of(a.as_double() - b.as_double());
   }
   if (op == "*") {
     if (ints) {
       int64_t r = 0;
-      return Value::of(checked(__builtin_mul_overflow(a.i, b.i, &r), r, pos));
+      if (__builtin_mul_overflow(a.i, b.i, &r)) throw ExprError(pos, "integer overflow");
+      return Value::of(r);
     }
     return Value::of(a.as_double() * b.as_double());
   }
@@ -312,8 +328,7 @@ Value binary(const std::string& op, Value a, Value b, size_t pos) {
   }
   if (op == "//") {
     if (ints) return Value::of(floordiv(a.i, b.i, pos));
-    if (b.as_double() == 0) throw ExprError(pos, "division by zero");
-    return Value::of(std::floor(a.as_double() / b.as_double()));
+    return Value::of(pyfloordiv(a.as_double(), b.as_double(), pos));
   }
   if (op == "%") {
     if (ints) return Value::of(pymod(a.i, b.i, pos));

@@ -77,7 +77,9 @@ struct Problem {
   bool all_inputs_available() const;
 };
 
-Definition parse_definition(const nlohmann::json& j, const std::string& where);
+// Takes an ordered_json so that `axes`, `inputs` and `outputs` keep the file's order (inputs are
+// the calling order); a plain nlohmann::json converts, but has already sorted its keys.
+Definition parse_definition(const nlohmann::ordered_json& j, const std::string& where);
 Definition parse_definition_text(std::string_view text, const std::string& where);
 // Parses one workload line against its definition; `dir` resolves blob paths (may be empty to skip
 // blob checks).

@@ -215,6 +215,21 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ m.def("run", &kernelarc_torch_entry)
   return out;
 }
 
+json to_native_json(const Candidate& c) {
+  json sources = json::array();
+  for (const auto& s : c.sources) sources.push_back({{"path", s.path}, {"content", s.content}});
+  json spec = {{"languages", {c.language}},
+               {"target_hardware", {"LOCAL"}},
+               {"entry_point", c.entry_file + "::" + c.entry_symbol},
+               {"destination_passing_style", c.destination_passing_style},
+               {"binding", c.binding},
+               {"dependencies", json::array()}};
+  if (c.has_compile_options)
+    spec["compile_options"] = {{"cflags", c.cflags}, {"cuda_cflags", c.cuda_cflags}, {"ld_flags", c.ld_flags}};
+  return {{"name", c.name}, {"definition", c.definition}, {"author", c.author}, {"description", c.description},
+          {"spec", spec},   {"sources", sources}};
+}
+
 json to_solution_json(const Candidate& c, const Definition& def) {
   json spec = {{"languages", {c.language == "cpp" ? "cpp" : "cuda_cpp"}},
                {"target_hardware", {"LOCAL"}},

@@ -41,6 +41,8 @@ struct Candidate {
 // Reads a solution.json, or a bare .cu/.cpp source (entry `run`, native ABI). UserError on faults.
 Candidate read_candidate(const std::filesystem::path& p);
 Candidate parse_solution_json(const nlohmann::json& j, const std::string& where);
+// The candidate as KernelArc's own solution.json (native binding kept; read back by read_candidate).
+nlohmann::json to_native_json(const Candidate& c);
 // The SOL-ExecBench solution.json for a candidate (native candidates get a torch binding).
 nlohmann::json to_solution_json(const Candidate& c, const Definition& def);
 // The native candidate's SOL-ExecBench source tree: candidate sources under kernelarc/, the ABI
