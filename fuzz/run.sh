@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# fuzz/run.sh [SECONDS] [--grow] — builds the libFuzzer targets with clang in build-fuzz/
+# fuzz/run.sh [SECONDS] [--grow] [--replay] — builds the libFuzzer targets with clang in build-fuzz/
 # (ASan + UBSan, kernelarc_core instrumented too), replays each seed corpus in fuzz/corpus/<target>/
 # as a regression test, then fuzzes each target for SECONDS (default 30). New interesting inputs go
 # to build-fuzz/new-corpus/<target>/ unless --grow is given, which adds them to fuzz/corpus/<target>/.
-# Crashes are written to build-fuzz/artifacts/; the script exits non-zero if any target fails.
+# --replay only replays the corpora (what CI runs). Crashes are written to build-fuzz/artifacts/; the
+# script exits non-zero if any target fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 secs=30
 grow=0
+replay=0
 for a in "$@"; do
   case "$a" in
     --grow) grow=1 ;;
-    ''|*[!0-9]*) echo "usage: fuzz/run.sh [SECONDS] [--grow]" >&2; exit 2 ;;
+    --replay) replay=1 ;;
+    ''|*[!0-9]*) echo "usage: fuzz/run.sh [SECONDS] [--grow] [--replay]" >&2; exit 2 ;;
     *) secs="$a" ;;
   esac
 done
@@ -39,6 +42,7 @@ for t in "${targets[@]}"; do
       >"$build/$t.replay.log" 2>&1; then
     echo "!! $t: a corpus input fails (see $build/$t.replay.log)"; tail -30 "$build/$t.replay.log"; status=1; continue
   fi
+  [ "$replay" = 1 ] && continue
   if [ "$grow" = 1 ]; then dirs=("$corpus"); else
     new="$build/new-corpus/$t"; mkdir -p "$new"; dirs=("$new" "$corpus"); fi
   echo "== $t: fuzzing for ${secs}s"

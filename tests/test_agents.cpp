@@ -100,11 +100,11 @@ Trace drive(Agent& a, const AgentContext& ctx, int n,
   return t;
 }
 
-struct Setup {
+struct Synth {
   Family fam = synth_family();
   Problem prob = synth_problem();
   AgentContext ctx;
-  Setup() {
+  Synth() {
     ctx.problem = &prob;
     ctx.families = {&fam};
     ctx.device = "NVIDIA H200";
@@ -139,7 +139,7 @@ TEST(Agents, Registry) {
 TEST(Agents, SameSeedSameProposalsOtherSeedsDiffer) {
   for (const auto& kind : builtin_agents()) {
     SCOPED_TRACE(kind);
-    Setup s;
+    Synth s;
     auto a1 = make_agent(kind, 42), a2 = make_agent(kind, 42), b = make_agent(kind, 43);
     Trace t1 = drive(*a1, s.ctx, 40), t2 = drive(*a2, s.ctx, 40), u = drive(*b, s.ctx, 40);
     EXPECT_EQ(t1.keys(), t2.keys());
@@ -155,7 +155,7 @@ TEST(Agents, SameSeedSameProposalsOtherSeedsDiffer) {
 TEST(Agents, NoDuplicatesOnlyValidPointsAndTheWholeSpace) {
   for (const auto& kind : builtin_agents()) {
     SCOPED_TRACE(kind);
-    Setup s;
+    Synth s;
     const size_t space = s.fam.space(s.prob).size();
     ASSERT_EQ(space, 184u);
     auto a = make_agent(kind, 7);
@@ -187,7 +187,7 @@ TEST(Agents, NoDuplicatesOnlyValidPointsAndTheWholeSpace) {
 
 TEST(Agents, ExploiterConvergesOnASimpleLandscape) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    Setup s;
+    Synth s;
     auto a = make_agent("exploiter", seed);
     Trace t = drive(*a, s.ctx, 60);
     auto at = t.first_index_of(kOptimum);
@@ -198,27 +198,30 @@ TEST(Agents, ExploiterConvergesOnASimpleLandscape) {
 
 TEST(Agents, ModelerFindsTheOptimum) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
-    Setup s;
+    Synth s;
     auto a = make_agent("modeler", seed);
     Trace t = drive(*a, s.ctx, 60);
     EXPECT_TRUE(t.first_index_of(kOptimum).has_value()) << "seed " << seed << ": optimum not reached in 60 proposals";
   }
 }
 
-TEST(Agents, LocalSearchBeatsRandomOrder) {
-  // Over 20 seeds, the exploiter needs far fewer proposals than the space (184) on average.
-  double total = 0;
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
-    Setup s;
-    auto a = make_agent("exploiter", seed);
-    Trace t = drive(*a, s.ctx, 184);
-    total += static_cast<double>(*t.first_index_of(kOptimum) + 1);
+TEST(Agents, GuidedSearchBeatsBlindOrder) {
+  // Proposals until the optimum, averaged over 20 seeds: a blind order needs about half the space
+  // (92 of 184); local search, the model and transfer (here: local search) need far fewer.
+  for (const std::string kind : {"exploiter", "modeler", "transfer"}) {
+    double total = 0;
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      Synth s;
+      auto a = make_agent(kind, seed);
+      Trace t = drive(*a, s.ctx, 184);
+      total += static_cast<double>(*t.first_index_of(kOptimum) + 1);
+    }
+    EXPECT_LT(total / 20, 35.0) << kind;
   }
-  EXPECT_LT(total / 20, 35.0);
 }
 
 TEST(Agents, ExplorerSpreadsOut) {
-  Setup s;
+  Synth s;
   auto a = make_agent("explorer", 3);
   Trace t = drive(*a, s.ctx, 6);
   ASSERT_EQ(t.proposals.size(), 6u);
@@ -237,7 +240,7 @@ TEST(Agents, ExplorerSpreadsOut) {
 }
 
 TEST(Agents, TransferStartsFromAnotherProblemsBestConfig) {
-  Setup s;
+  Synth s;
   const Knobs theirs{{"A", 2}, {"B", 8}, {"C", 0}};
   const Knobs other_op{{"A", 3}, {"B", 8}, {"C", 0}};
   const Knobs invalid_here{{"A", 7}, {"B", 2}, {"C", 2}};  // A + C > 8
@@ -258,7 +261,7 @@ TEST(Agents, TransferStartsFromAnotherProblemsBestConfig) {
 }
 
 TEST(Agents, TransferTakesImportedFindingsOfTheSameProblem) {
-  Setup s;
+  Synth s;
   Finding f = best_config("p1", "synth", s.ctx.device, {{"A", 1}, {"B", 1}, {"C", 1}}, 30);
   f.origin = "campaign-2026-01.sqlite";
   s.ctx.digest.push_back(f);
@@ -268,7 +271,7 @@ TEST(Agents, TransferTakesImportedFindingsOfTheSameProblem) {
 
 TEST(Agents, ExploiterStartsNextToTheDigestsBestConfig) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
-    Setup s;
+    Synth s;
     const Knobs best{{"A", 3}, {"B", 16}, {"C", 1}};
     s.ctx.digest.push_back(best_config("p1", "synth", s.ctx.device, best, 12));
     s.ctx.digest.push_back(best_config("p1", "synth", s.ctx.device, {{"A", 0}, {"B", 1}, {"C", 0}}, 50));
@@ -283,7 +286,7 @@ TEST(Agents, ExploiterStartsNextToTheDigestsBestConfig) {
 TEST(Agents, DigestDeadRegionsAreAvoided) {
   for (const auto& kind : builtin_agents()) {
     SCOPED_TRACE(kind);
-    Setup s;
+    Synth s;
     Finding d;
     d.kind = "dead_region";
     d.problem = "p1";
@@ -301,7 +304,7 @@ TEST(Agents, DigestDeadRegionsAreAvoided) {
 TEST(Agents, FindingsCiteTheirMeasurements) {
   for (const auto& kind : builtin_agents()) {
     SCOPED_TRACE(kind);
-    Setup s;
+    Synth s;
     auto a = make_agent(kind, 2);
     Trace t = drive(*a, s.ctx, 184);
     double last = 1e300;
@@ -345,7 +348,7 @@ TEST(Agents, FindingsCiteTheirMeasurements) {
 }
 
 TEST(Agents, NoBestConfigWithoutPerMeasurementMedians) {
-  Setup s;
+  Synth s;
   auto a = make_agent("exploiter", 1);
   auto p = a->propose(s.ctx);
   Observation o;
@@ -360,7 +363,7 @@ TEST(Agents, NoBestConfigWithoutPerMeasurementMedians) {
 }
 
 TEST(Agents, StateIsPerProblem) {
-  Setup s;
+  Synth s;
   Problem p2 = synth_problem("p2");
   AgentContext c2 = s.ctx;
   c2.problem = &p2;
@@ -380,7 +383,7 @@ TEST(Agents, StateIsPerProblem) {
 }
 
 TEST(Agents, SeveralFamilies) {
-  Setup s;
+  Synth s;
   Family g = synth_family("synth_b");
   s.ctx.families = {&s.fam, &g};
   for (const auto& kind : builtin_agents()) {

@@ -29,6 +29,9 @@ struct StoreTestAccess {
     sqlite3_free(err);
     if (rc != SQLITE_OK) throw StoreError(msg);
   }
+  // 1 when the connection for reads and exec() was opened read-only (SQLITE_OPEN_READONLY).
+  static int reader_is_readonly(const Store& s) { return sqlite3_db_readonly(s.db_, "main"); }
+  static int writer_is_readonly(const Store& s) { return s.writer_ ? sqlite3_db_readonly(s.writer_, "main") : -1; }
 };
 
 namespace {
@@ -303,6 +306,10 @@ TEST_F(StoreTest, FindingsRefuseUpdateAndDeleteEvenOnTheJudgesConnection) {
 TEST_F(StoreTest, AgentConnectionIsReadOnly) {
   auto agent = Store::open_agent(db_, "explorer");
   EXPECT_FALSE(agent->is_judge());
+  EXPECT_EQ(StoreTestAccess::reader_is_readonly(*agent), 1);
+  EXPECT_EQ(StoreTestAccess::writer_is_readonly(*agent), 0);  // fenced by the authorizer instead
+  EXPECT_EQ(StoreTestAccess::reader_is_readonly(*judge_), 0);
+  EXPECT_EQ(StoreTestAccess::writer_is_readonly(*judge_), -1);  // the judge has one connection
   for (const std::string& sql :
        {std::string("INSERT INTO measurements (candidate, problem, verdict, median_us) VALUES ('h_v4', 'rms_a', 'passed', 1)"),
         std::string("UPDATE measurements SET median_us = 1"),

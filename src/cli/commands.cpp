@@ -12,6 +12,7 @@ void set_exit_code(int c) { g_exit = c; }
 void register_commands(CLI::App& app) {
   register_problems(app);
   register_eval(app);
+  register_optimize(app);
   register_export(app);
   register_worker(app);
 }

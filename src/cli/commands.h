@@ -13,5 +13,6 @@ void register_problems(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_worker(CLI::App& app);
 void register_export(CLI::App& app);
+void register_optimize(CLI::App& app);
 
 }  // namespace ka::cli

@@ -205,77 +205,99 @@ def _tensor_view(t):
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """Write {name: CPU tensor} as a safetensors file (atomically, via a temporary name).
+    """Write {name: tensor} (any device) as a safetensors file, atomically via a temporary name.
 
     Data are laid out by decreasing element size (so every tensor stays aligned to its own
     element size), ties in the given order; the buffer has no holes, as the format requires.
+    Tensors are brought to the CPU one at a time while writing, so the peak extra memory is
+    the largest tensor, not the sum.
     """
     items = []
     for name, t in tensors.items():
-        if not isinstance(name, str) or name == "__metadata__":
+        if not isinstance(name, str) or not name or name == "__metadata__":
             raise ValueError(f"bad tensor name {name!r}")
-        t, data = _tensor_view(t)
-        items.append((name, t, _st_code_of(t.dtype), data))
+        items.append((name, t, _st_code_of(t.dtype), t.numel() * t.element_size()))
     order = sorted(range(len(items)), key=lambda i: (-items[i][1].element_size(), i))
     header = {}
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     offset = 0
     for i in order:
-        name, t, code, data = items[i]
-        header[name] = {"dtype": code, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
+        name, t, code, nbytes = items[i]
+        header[name] = {"dtype": code, "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hbytes += b" " * ((-len(hbytes)) % 8)
     tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(hbytes)))
-        f.write(hbytes)
-        for i in order:
-            f.write(items[i][3])
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(hbytes)))
+            f.write(hbytes)
+            for i in order:
+                keep, data = _tensor_view(items[i][1])
+                if len(data) != items[i][3]:
+                    raise RuntimeError(f"tensor '{items[i][0]}' changed size while being written")
+                f.write(data)
+                del keep, data
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
 
 
-def read_safetensors(path):
-    """Read a safetensors file into ({name: CPU tensor}, metadata dict)."""
+def read_safetensors(path, names=None):
+    """Read a safetensors file into ({name: CPU tensor}, metadata dict).
+
+    With ``names``, only those tensors are read (a missing name is simply absent).
+    """
     with open(path, "rb") as f:
-        blob = f.read()
-    if len(blob) < 8:
-        raise ValueError(f"{path}: truncated safetensors file")
-    (hlen,) = struct.unpack("<Q", blob[:8])
-    if hlen > 100 * 1024 * 1024 or 8 + hlen > len(blob):
-        raise ValueError(f"{path}: bad safetensors header length {hlen}")
-    header = json.loads(blob[8 : 8 + hlen].decode("utf-8"))
-    if not isinstance(header, dict):
-        raise ValueError(f"{path}: safetensors header is not an object")
-    data = memoryview(blob)[8 + hlen :]
-    metadata = header.pop("__metadata__", None) or {}
-    out = {}
-    for name, e in header.items():
-        shape = [int(d) for d in e["shape"]]
-        if e["dtype"] == "F4":
-            # The safetensors library's own FP4 code counts 4-bit elements; pack pairs along
-            # the last dimension into float4_e2m1fn_x2 (low nibble first, as torch does).
-            if not shape or shape[-1] % 2:
-                raise ValueError(f"{path}: F4 tensor '{name}' needs an even last dimension")
-            shape[-1] //= 2
-            dtype = torch.float4_e2m1fn_x2
-        else:
-            dtype = _st_dtype_of(e["dtype"])
-        begin, end = (int(x) for x in e["data_offsets"])
-        numel = 1
-        for d in shape:
-            if d < 0:
-                raise ValueError(f"{path}: tensor '{name}' has a negative dimension")
-            numel *= d
-        esize = torch.empty((), dtype=dtype).element_size()
-        if not (0 <= begin <= end <= len(data)) or end - begin != numel * esize:
-            raise ValueError(f"{path}: tensor '{name}' has bad data_offsets [{begin}, {end}]")
-        if numel == 0:
-            out[name] = torch.empty(shape, dtype=dtype)
-            continue
-        raw = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.uint8)
-        out[name] = raw.view(dtype).reshape(shape)
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(0)
+        if size < 8:
+            raise ValueError(f"{path}: truncated safetensors file")
+        (hlen,) = struct.unpack("<Q", f.read(8))
+        if hlen > 100 * 1024 * 1024 or 8 + hlen > size:
+            raise ValueError(f"{path}: bad safetensors header length {hlen}")
+        header = json.loads(f.read(hlen).decode("utf-8"))
+        if not isinstance(header, dict):
+            raise ValueError(f"{path}: safetensors header is not an object")
+        data_start, data_len = 8 + hlen, size - 8 - hlen
+        metadata = header.pop("__metadata__", None) or {}
+        out = {}
+        for name, e in header.items():
+            if names is not None and name not in names:
+                continue
+            shape = [int(d) for d in e["shape"]]
+            if e["dtype"] == "F4":
+                # The safetensors library's own FP4 code counts 4-bit elements; pack pairs
+                # along the last dimension into float4_e2m1fn_x2 (low nibble first).
+                if not shape or shape[-1] % 2:
+                    raise ValueError(f"{path}: F4 tensor '{name}' needs an even last dimension")
+                shape[-1] //= 2
+                dtype = torch.float4_e2m1fn_x2
+            else:
+                dtype = _st_dtype_of(e["dtype"])
+            begin, end = (int(x) for x in e["data_offsets"])
+            numel = 1
+            for d in shape:
+                if d < 0:
+                    raise ValueError(f"{path}: tensor '{name}' has a negative dimension")
+                numel *= d
+            esize = torch.empty((), dtype=dtype).element_size()
+            if not (0 <= begin <= end <= data_len) or end - begin != numel * esize:
+                raise ValueError(f"{path}: tensor '{name}' has bad data_offsets [{begin}, {end}]")
+            if numel == 0:
+                out[name] = torch.empty(shape, dtype=dtype)
+                continue
+            buf = bytearray(end - begin)
+            f.seek(data_start + begin)
+            if f.readinto(buf) != len(buf):
+                raise ValueError(f"{path}: short read for tensor '{name}'")
+            out[name] = torch.frombuffer(buf, dtype=torch.uint8).view(dtype).reshape(shape)
     return out, metadata
 
 
@@ -698,10 +720,9 @@ def gen_inputs(problem, workload, axes, shapes, safe, namespace, device, notes):
 
 
 def to_storable(name, value):
-    """CPU contiguous tensor for safetensors, plus meta info."""
+    """Tensor to store for an input value (0-D tensor for a Python scalar), plus meta info."""
     if isinstance(value, torch.Tensor):
-        # Always a copy: the reference may modify the generated tensor in place.
-        t = value.detach().to("cpu", copy=True).contiguous()
+        t = value.detach()  # brought to the CPU (contiguous) tensor by tensor while writing
         return t, {"dtype": torch_dtype_name(t.dtype), "shape": list(t.shape)}
     if isinstance(value, bool):
         t, pytype = torch.tensor(value, dtype=torch.bool), "bool"
@@ -715,7 +736,7 @@ def to_storable(name, value):
 
 
 def normalize_outputs(result, defn):
-    """Upstream normalize_outputs (sol-execbench-rules §1.5), then contiguous CPU tensors."""
+    """Upstream normalize_outputs (sol-execbench-rules §1.5): {output name: tensor}."""
     names = list(defn["outputs"].keys())
     dtypes = {n: spec_to_torch_dtype(s["dtype"]) for n, s in defn["outputs"].items()}
 
@@ -741,7 +762,7 @@ def normalize_outputs(result, defn):
         out = {n: conv(n, v) for n, v in zip(names, result)}
     else:
         raise RuntimeError("Unexpected return type; must be Tensor, scalar, or dict[name -> Tensor/scalar]")
-    return {n: t.detach().to("cpu").contiguous() for n, t in out.items()}
+    return {n: t.detach() for n, t in out.items()}  # moved to the CPU tensor by tensor when written
 
 
 def _same_bytes(a, b):
@@ -1016,7 +1037,9 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
                     notes.append(f"input '{name}' is not contiguous (strides {list(v.stride())}); stored contiguous")
             stored_inputs[name] = t
             inputs_meta[name] = m
-        write_safetensors(os.path.join(outdir, "inputs.safetensors"), stored_inputs, {"format": "pt"})
+        inputs_path = os.path.join(outdir, "inputs.safetensors")
+        write_safetensors(inputs_path, stored_inputs, {"format": "pt"})
+        del stored_inputs
 
         stage = "reference"
         result = run_fn(*values)
@@ -1032,12 +1055,14 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
             if out_shapes[name] is not None and tuple(t.shape) != out_shapes[name]:
                 notes.append(f"output '{name}': reference returned shape {list(t.shape)}, definition resolves to {list(out_shapes[name])}")
         write_safetensors(os.path.join(outdir, "reference.safetensors"), outputs, {"format": "pt"})
-        mutated = [
-            n
-            for n, v in zip(defn["inputs"].keys(), values)
-            if isinstance(v, torch.Tensor) and not _same_bytes(v, stored_inputs[n])
-        ]
-        del outputs, stored_inputs
+        del outputs
+        mutated = []  # inputs the reference modified in place (compared with the file, one by one)
+        for n, v in zip(defn["inputs"].keys(), values):
+            if isinstance(v, torch.Tensor):
+                stored = read_safetensors(inputs_path, [n])[0][n]
+                if not _same_bytes(v, stored):
+                    mutated.append(n)
+                del stored
 
         reference_ms, timing = None, None
         if time_reference:

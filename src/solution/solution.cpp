@@ -197,11 +197,10 @@ static ka::TensorArg kernelarc_scalar(T& v) {{
   return a;
 }}
 
-KA_ENTRY({symbol})
-
 void kernelarc_torch_entry({params}) {{
 {args}  const ka::TensorArg all[] = {{{list}}};
-  TORCH_CHECK(kernelarc_entry(all, {n}) == 0, "argument count mismatch");
+  const int rc = ka::detail::invoke(&{symbol}, all, {n}, std::make_index_sequence<ka::detail::arity(&{symbol})>{{}});
+  TORCH_CHECK(rc == 0, "argument count mismatch");
   const cudaError_t err = cudaGetLastError();  // a failed launch is an error, not a wrong answer
   TORCH_CHECK(err == cudaSuccess, "kernel launch failed: ", cudaGetErrorString(err));
 }}

@@ -189,6 +189,10 @@ BuildResult build_candidate(const Candidate& c, int sm) {
       cmd.push_back("-Xlinker");
       cmd.push_back("-rpath=" + d);
     }
+    // --no-as-needed: libtorch_cuda registers CUDA with ATen when loaded, without any symbol of it
+    // being referenced; an as-needed link drops it ("Cannot initialize CUDA without ATen_cuda").
+    cmd.emplace_back("-Xlinker");
+    cmd.emplace_back("--no-as-needed");
     for (const char* l : {"-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch"}) cmd.emplace_back(l);
     if (!torch_paths().python_lib.empty()) {
       cmd.push_back("-L" + torch_paths().python_libdir);

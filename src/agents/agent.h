@@ -1,0 +1,66 @@
+// agents/agent.h — the agent interface and the built-in search agents. An agent proposes
+// candidates (a family with knob values), is told the verdicts and timings of its own candidates,
+// reads the digest of everyone's findings, and may publish findings. Agents are seeded and pure:
+// the same seed and the same sequence of observations give the same proposals (the engine records
+// that sequence, so a campaign can be replayed and resumed).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "families/family.h"
+#include "store/store.h"
+
+namespace ka {
+
+struct Proposal {
+  std::string family;
+  Knobs knobs;
+};
+
+// What an agent learns about one of its candidates (or, in sharing mode "full", anyone's).
+struct Observation {
+  std::string problem;
+  Proposal proposal;
+  bool passed = false;
+  double score_us = 0;  // geometric mean of the median µs over the problem's workloads (passed only)
+  std::vector<int64_t> measurement_ids;
+  std::string author;   // who proposed it
+  // The median µs of each measurement in measurement_ids, in the same order (passed only). An agent
+  // needs them to claim a best_config the store can check (its median_us bounds every cited
+  // median); without them it does not publish best_config findings.
+  std::vector<double> median_us;
+};
+
+// The problem an agent works on, with what it may see.
+struct AgentContext {
+  const Problem* problem = nullptr;
+  std::vector<const Family*> families;       // the families that apply to the problem
+  std::string device;                        // device name
+  std::vector<Finding> digest;               // findings visible to this agent (mode-dependent)
+};
+
+class Agent {
+ public:
+  virtual ~Agent() = default;
+  virtual std::string name() const = 0;
+  // The next candidate to try, or nullopt when the agent has nothing (left) to propose.
+  virtual std::optional<Proposal> propose(const AgentContext& ctx) = 0;
+  virtual void observe(const Observation& o) = 0;
+  // Findings the agent wants to publish after its latest observation (the store checks them).
+  virtual std::vector<Finding> conclude(const AgentContext& ctx) { return {}; }
+};
+
+// Built-in agents: "explorer" (space-filling), "exploiter" (local search around the best known),
+// "modeler" (surrogate model), "transfer" (starts from findings made on similar problems/devices).
+// Each keeps its state per problem (Observation::problem, AgentContext::problem), never proposes a
+// (family, knobs) twice for a problem (nor one it has observed), and proposes only points of the
+// families' valid spaces (agents/search.h). UserError for an unknown kind.
+std::unique_ptr<Agent> make_agent(const std::string& kind, uint64_t seed);
+std::vector<std::string> builtin_agents();
+
+}  // namespace ka

@@ -1,0 +1,18 @@
+// agents/agents.cpp — the registry of built-in agents.
+#include "agents/agent.h"
+#include "agents/builtin.h"
+#include "util/error.h"
+
+namespace ka {
+
+std::vector<std::string> builtin_agents() { return {"explorer", "exploiter", "modeler", "transfer"}; }
+
+std::unique_ptr<Agent> make_agent(const std::string& kind, uint64_t seed) {
+  if (kind == "explorer") return std::make_unique<search::Explorer>(seed);
+  if (kind == "exploiter") return std::make_unique<search::Exploiter>(seed);
+  if (kind == "modeler") return std::make_unique<search::Modeler>(seed);
+  if (kind == "transfer") return std::make_unique<search::Transfer>(seed);
+  user_error("unknown agent '{}' (built-in agents: explorer, exploiter, modeler, transfer)", kind);
+}
+
+}  // namespace ka

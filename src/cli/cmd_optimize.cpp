@@ -1,0 +1,66 @@
+// cli/cmd_optimize.cpp — `kernelarc optimize PROBLEM...`: runs a campaign (engine/campaign.h) and
+// prints, per problem, the best candidate and where its solution, leaderboard and findings are.
+// Running the same command again resumes from the campaign's store without measuring twice.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "engine/campaign.h"
+#include "util/error.h"
+
+namespace ka::cli {
+
+void register_optimize(CLI::App& app) {
+  static CampaignOptions o;
+  static std::vector<std::string> problems, imports;
+  static std::string agents, target, families;
+  static double timeout_s = 60;
+  auto* cmd = app.add_subcommand("optimize", "Run a campaign: agents search kernel families under a candidate budget");
+  cmd->add_option("PROBLEM", problems, "Problem folders")->required();
+  cmd->add_option("--target", target, "cuda or host (default: cuda when a GPU is usable, else host)")
+      ->check(CLI::IsMember({"cuda", "host"}));
+  cmd->add_option("--budget", o.budget, "Candidates per problem")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--agents", agents, "Comma list of agents (default: explorer,exploiter,modeler,transfer)");
+  cmd->add_option("--sharing", o.sharing, "What agents see of each other: findings, none or full")
+      ->capture_default_str()->check(CLI::IsMember({"findings", "none", "full"}));
+  cmd->add_option("--seed", o.seed, "Seed of every agent")->capture_default_str();
+  cmd->add_option("--out", o.out, "Campaign folder (its campaign.db makes re-runs resume)")->capture_default_str();
+  cmd->add_option("--import-findings", imports, "Findings of earlier campaigns (their campaign.db), read-only");
+  cmd->add_option("--families", families, "Folder of kernel families (default: the shipped families/)");
+  cmd->add_option("--jobs", o.build_jobs, "Parallel builds (default: every core)");
+  cmd->add_option("--timeout", timeout_s, "Seconds a worker may take for one check or timing run")->capture_default_str();
+  cmd->add_option("--iterations", o.eval.iterations, "Timed calls per measurement")->capture_default_str();
+  cmd->add_option("--warmup", o.eval.warmup, "Untimed calls before timing")->capture_default_str();
+  cmd->add_flag("--no-progress", [](int64_t) { o.progress = false; }, "No live progress line");
+  cmd->callback([] {
+    for (const auto& p : problems) o.problems.emplace_back(p);
+    for (const auto& i : imports) o.import_findings.emplace_back(i);
+    if (!families.empty()) o.families = families;
+    o.agents.clear();
+    for (size_t s = 0; !agents.empty() && s <= agents.size();) {
+      size_t e = agents.find(',', s);
+      o.agents.push_back(agents.substr(s, e == std::string::npos ? std::string::npos : e - s));
+      if (e == std::string::npos) break;
+      s = e + 1;
+    }
+    o.target = target.empty() ? (std::system("nvidia-smi -L >/dev/null 2>&1") == 0 ? "cuda" : "host") : target;
+    o.eval.timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+    CampaignOutcome r = run_campaign(o);
+    fmt::print("{:<34} {:>10} {:>9} {:>12} {:>12} {:>9}  {}\n", "problem", "candidates", "measured", "best_us", "ref_us",
+               "speedup", "best");
+    bool all = true;
+    for (const auto& p : r.problems) {
+      all &= p.solved;
+      fmt::print("{:<34} {:>10} {:>9} {:>12} {:>12} {:>9}  {}\n", p.problem, p.candidates, p.measured_now,
+                 p.solved ? fmt::format("{:.3f}", p.best_geomean_us) : "-",
+                 p.reference_geomean_us > 0 ? fmt::format("{:.3f}", p.reference_geomean_us) : "-",
+                 p.solved && p.reference_geomean_us > 0 ? fmt::format("{:.2f}x", p.reference_geomean_us / p.best_geomean_us) : "-",
+                 p.solved ? (p.best_dir / "best" / "solution.json").string() : "no passing candidate");
+    }
+    fmt::print("measured {} candidates in {:.1f} s ({:.1f} candidates/min); judging {:.0f}% of wall time; store {}\n",
+               r.measured, r.wall_s, r.candidates_per_minute(), r.wall_s > 0 ? 100.0 * r.measure_s / r.wall_s : 0.0,
+               (o.out / "campaign.db").string());
+    set_exit_code(all ? 0 : 1);
+  });
+}
+
+}  // namespace ka::cli

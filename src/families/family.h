@@ -1,0 +1,79 @@
+// families/family.h — kernel families as data. A family is a folder under families/ holding
+// family.json (knobs with their domains, constraints over knobs and problem axes, the problems it
+// applies to, defines it takes from the problem) and a parameterised source. Instantiating a
+// family for a problem and knob values gives a Candidate: the source with `#define KA_<KNOB> v`
+// lines (and the problem defines) prepended. A new family is added by adding a folder.
+//
+// family.json:
+//   {"name": "rmsnorm_cuda", "target": "cuda" | "host", "source": "rmsnorm.cu", "entry": "run",
+//    "description": "...",
+//    "applies_to": {"op_types": ["rmsnorm", "fused_add_rmsnorm"], "dtypes": ["bfloat16"],
+//                   "requires_axes": ["hidden_size"]},
+//    "knobs": {"VEC": [1, 2, 4, 8], "THREADS": [32, 64, 128, 256]},
+//    "constraints": ["hidden_size % (VEC * 8) == 0", "THREADS * VEC * 8 <= 4 * hidden_size"],
+//    "defines": {"HIDDEN": "axis:hidden_size",            // a const axis value
+//                "FUSED_ADD": "has_input:residual",        // 1 if the definition has this input
+//                "EPS": "reference:EPS\\s*=\\s*([0-9.eE+-]+)|1e-6"},  // regex on the reference, default
+//    "compile_options": {"cuda_cflags": ["-O3"], "cflags": [], "ld_flags": []}}
+//
+// Rules (each fault is a UserError naming family.json and the field): unknown fields are refused;
+// knob and define names are identifiers; a knob's domain is a non-empty list of distinct integers,
+// kept in file order; a constraint may name knobs and the axes listed in requires_axes only (a
+// family applies to a problem only when each of those is a const axis, so var axes are never
+// usable); a define spec is axis:NAME, has_input:NAME or reference:REGEX|DEFAULT (the default
+// follows the last '|'; the regex needs a capture group; without a default an unmatched
+// reference is an error). The shipped families live under families/ (resource_path("families")).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "problem/expr.h"
+#include "problem/problem.h"
+#include "solution/solution.h"
+
+namespace ka {
+
+using Knobs = std::map<std::string, int64_t>;
+
+struct Family {
+  std::string name, target, description, entry = "run";
+  std::filesystem::path dir;
+  std::string source_name, source;              // file name and contents
+  std::vector<std::pair<std::string, std::vector<int64_t>>> knobs;  // in file order
+  std::vector<Expr> constraints;
+  std::vector<std::string> op_types, dtypes, requires_axes;
+  std::map<std::string, std::string> defines;   // name -> spec
+  nlohmann::json compile_options;
+
+  bool applies_to(const Problem& p) const;
+  // The problem-derived defines (UserError when a spec cannot be satisfied).
+  std::map<std::string, std::string> problem_defines(const Problem& p) const;
+  // True when knobs name exactly the family's knobs, each value lies in its domain, and every
+  // constraint holds for this problem. Constraints see the knobs and the problem's const axes
+  // (and derived axes computed from const axes only); var axes are not usable (UserError when a
+  // constraint names something the problem lacks). A constraint that divides by zero is false.
+  bool valid(const Knobs& k, const Problem& p) const;
+  // Every valid point of the space (the spaces are small: tens to thousands of points).
+  std::vector<Knobs> space(const Problem& p) const;
+  // The candidate for these knobs (UserError when they are not valid for the problem).
+  Candidate instantiate(const Knobs& k, const Problem& p) const;
+  // The domain of a knob (nullptr when the family has no such knob).
+  const std::vector<int64_t>* domain(const std::string& knob) const;
+};
+
+// The value of an axis that is the same for every workload: a const axis, or a derived axis whose
+// expression uses const axes only. nullopt for var axes and unknown names.
+std::optional<int64_t> const_axis_value(const Definition& d, const std::string& name);
+
+// Loads every family folder under `root` (default: the shipped families/ folder).
+std::vector<Family> load_families(const std::filesystem::path& root = {});
+Family load_family(const std::filesystem::path& dir);
+// "THREADS32_VEC8": knob names and values in name order, joined by '_' (safe in file names).
+std::string knobs_str(const Knobs& k);
+
+}  // namespace ka

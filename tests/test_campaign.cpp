@@ -1,0 +1,119 @@
+// tests/test_campaign.cpp — `kernelarc optimize` end to end on the host target: a campaign on a
+// dev RMSNorm problem ends inside its budget with a best solution that `kernelarc eval` verifies;
+// `kill -9` in the middle, then the same command, finishes with no measurement taken twice and
+// the budget respected; a re-run of a finished campaign measures nothing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "store/store.h"
+#include "util/process.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kRoot = KA_SOURCE_DIR;
+
+fs::path dev_problem() {
+  fs::path p = kRoot / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" / "022_rmsnorm_h512";
+  return fs::exists(p) ? p : kRoot / "examples" / "problems" / "rmsnorm_h128";
+}
+
+std::vector<std::string> optimize_cmd(const fs::path& out, int budget) {
+  return {KA_BINARY, "optimize", dev_problem().string(), "--target", "host", "--budget", std::to_string(budget),
+          "--out", out.string(), "--seed", "7", "--iterations", "3", "--warmup", "1", "--no-progress", "--jobs", "2"};
+}
+
+std::vector<std::string> env(const fs::path& cache) { return {"KERNELARC_CACHE=" + cache.string()}; }
+
+struct Counts {
+  size_t measurements = 0, distinct = 0, candidates = 0;
+};
+
+Counts counts(const fs::path& db) {
+  Counts c;
+  auto s = ka::Store::open_agent(db, "test-probe");
+  auto ms = s->measurements();
+  std::set<std::string> keys;
+  for (const auto& m : ms) keys.insert(m.candidate + "/" + m.workload + "/" + m.gpu);
+  c.measurements = ms.size();
+  c.distinct = keys.size();
+  c.candidates = s->candidates().size();
+  return c;
+}
+
+}  // namespace
+
+TEST(Campaign, HostCampaignEndsWithAVerifiedBestInsideItsBudget) {
+  fs::path out = fs::path(KA_BUILD_DIR) / "test-campaign-a";
+  fs::remove_all(out);
+  fs::path cache = fs::path(KA_BUILD_DIR) / "test-cache";
+  auto r = ka::run_command(optimize_cmd(out, 6), std::chrono::minutes(20), env(cache));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Counts c = counts(out / "campaign.db");
+  EXPECT_LE(c.candidates, 6u);
+  EXPECT_GE(c.candidates, 1u);
+  EXPECT_EQ(c.measurements, c.distinct);
+  fs::path problem_dir;
+  for (const auto& d : fs::directory_iterator(out))
+    if (d.is_directory()) problem_dir = d.path();
+  ASSERT_TRUE(fs::exists(problem_dir / "best" / "solution.json")) << r.output;
+  EXPECT_TRUE(fs::exists(problem_dir / "leaderboard.md"));
+  EXPECT_TRUE(fs::exists(problem_dir / "leaderboard.json"));
+  EXPECT_TRUE(fs::exists(problem_dir / "findings.json"));
+  EXPECT_TRUE(fs::exists(problem_dir / "best" / "solution_sol_execbench.json"));
+  // The best solution is verified independently by the judge.
+  auto v = ka::run_command({KA_BINARY, "eval", dev_problem().string(), "--solution", (problem_dir / "best" / "solution.json").string(),
+                            "--iterations", "3", "--warmup", "1", "--no-reference-time"},
+                           std::chrono::minutes(10), env(cache));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  // Running the finished campaign again measures nothing.
+  auto again = ka::run_command(optimize_cmd(out, 6), std::chrono::minutes(5), env(cache));
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("measured 0 candidates"), std::string::npos) << again.output;
+  EXPECT_EQ(counts(out / "campaign.db").measurements, c.measurements);
+}
+
+TEST(Campaign, KillNineThenTheSameCommandMeasuresNothingTwice) {
+  fs::path out = fs::path(KA_BUILD_DIR) / "test-campaign-kill";
+  fs::remove_all(out);
+  fs::path cache = fs::path(KA_BUILD_DIR) / "test-cache";
+  const int budget = 8;
+  {
+    ka::Child c;
+    c.start(optimize_cmd(out, budget), (fs::path(KA_BUILD_DIR) / "test-campaign-kill.log").string(), env(cache));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(15);
+    size_t seen = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (!fs::exists(out / "campaign.db")) continue;
+      try {
+        seen = counts(out / "campaign.db").candidates;
+      } catch (...) {
+        continue;
+      }
+      if (seen >= 3) break;
+    }
+    ASSERT_GE(seen, 3u) << "the campaign did not get going";
+    ::kill(c.pid(), SIGKILL);  // kill -9 of kernelarc itself, mid-campaign
+    c.reap(std::chrono::seconds(10));
+  }
+  Counts before = counts(out / "campaign.db");
+  ASSERT_LT(before.candidates, static_cast<size_t>(budget)) << "killed too late to test a resume";
+  auto r = ka::run_command(optimize_cmd(out, budget), std::chrono::minutes(20), env(cache));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Counts after = counts(out / "campaign.db");
+  EXPECT_EQ(after.measurements, after.distinct) << "a (candidate, workload) was measured twice";
+  EXPECT_EQ(after.candidates, static_cast<size_t>(budget));
+  // Nothing measured before the kill was measured again: the resumed run measured only the rest.
+  EXPECT_NE(r.output.find(fmt::format("measured {} candidates", budget - before.candidates)), std::string::npos)
+      << r.output;
+}
