@@ -189,7 +189,9 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     spdlog::info("imported {} findings from {}", n, imp.string());
   }
   const int jobs = opt.build_jobs > 0 ? opt.build_jobs : std::max(1u, std::thread::hardware_concurrency());
-  const int depth = opt.depth > 0 ? opt.depth : jobs;
+  // Proposals run ahead of observations by `depth`: enough to keep the build pool busy, few enough
+  // that agents learn from results (a deep pipeline turns every agent into an explorer).
+  const int depth = opt.depth > 0 ? opt.depth : std::min(jobs, 4);
   BuildPool pool(jobs);
   const bool tty = ::isatty(2);
 

@@ -27,7 +27,7 @@ struct CampaignOptions {
   std::filesystem::path families;          // default: the shipped families/
   std::vector<std::filesystem::path> import_findings;  // earlier campaigns' stores
   int build_jobs = 0;                      // 0: every core
-  int depth = 0;                           // proposals ahead of observations; 0: build_jobs
+  int depth = 0;                           // proposals ahead of observations; 0: min(build_jobs, 4)
   bool progress = true;
   EvalOptions eval;
 };

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# GPU check of the engine (issue "multi-agent engine"), on the H200 from the repo root after
+# scripts/device-pack.sh (carry .dev and .data): the device's copy bandwidth (and `kernelarc
+# calibrate` when built in), then `kernelarc optimize` over the seven dev FlashInfer-Bench RMSNorm
+# problems with BUDGET candidates each (default 10), summarised by bench/campaign_summary.py.
+# Also re-checks the torch-binding paths (STEPS=torch of bench/h200_judge.sh). Everything goes to
+# $OUT/campaign_logs.tgz; the summary is printed last.
+set -uo pipefail
+FINAL=${OUT:-/tmp/ka-out}
+OUT=$FINAL/campaign
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
+export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
+K=.dev/bin/kernelarc
+P=.data/problems/sol-execbench/FlashInfer-Bench
+BUDGET=${BUDGET:-10}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
+COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])")
+$K calibrate >"$OUT/calibrate.txt" 2>&1 || true
+probs=()
+for n in 021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
+         001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168; do probs+=("$P/$n"); done
+start=$(date +%s)
+timeout ${OPT_TIMEOUT:-470} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
+echo "optimize wall: $(( $(date +%s) - start )) s" >>"$OUT/optimize.txt"
+python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
+if [[ ${TORCH:-1} == 1 ]]; then
+  $K eval "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/torch_binding/solution.json >"$OUT/eval_torch_binding.txt" 2>&1
+  $K export "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/solution.json -o "$OUT/export_021.json" >/dev/null
+  $K eval "$P/021_rmsnorm_h128" -s "$OUT/export_021.json" >"$OUT/eval_exported.txt" 2>&1
+fi
+{
+  echo "=== $(head -2 "$OUT/gpu.txt" | tail -1), $(date -u +%FT%TZ); copy bandwidth $(cat "$OUT/copy.json")"
+  tail -12 "$OUT/optimize.txt"
+  cat "$OUT/summary_campaign.txt"
+  [[ ${TORCH:-1} == 1 ]] && echo "torch binding: $(tail -1 "$OUT/eval_torch_binding.txt"); exported: $(tail -1 "$OUT/eval_exported.txt")"
+} | tee "$OUT/summary.txt"
+tar czf "$FINAL/campaign_logs.tgz" -C "$FINAL" campaign && rm -rf "$OUT"
