@@ -276,6 +276,17 @@ TEST_F(StoreTest, MeasurementsAndCandidatesRefuseUpdateAndDelete) {
   EXPECT_FALSE(store_error_of([&] { judge_->exec("DROP TABLE findings"); }).empty());
 }
 
+TEST_F(StoreTest, ACandidateIsMeasuredOncePerWorkloadAndGpu) {
+  // The store itself refuses a second measurement of the same candidate, workload and GPU (what
+  // makes a resumed campaign unable to measure twice); another workload or GPU is a new one.
+  judge_->record_measurement(meas("h_v4", "rms_a", "passed", 10.0, "once"));
+  EXPECT_THROW(judge_->record_measurement(meas("h_v4", "rms_a", "passed", 11.0, "once")), StoreError);
+  EXPECT_NO_THROW(judge_->record_measurement(meas("h_v4", "rms_a", "passed", 11.0, "once-other-workload")));
+  Measurement other_gpu = meas("h_v4", "rms_a", "passed", 12.0, "once");
+  other_gpu.gpu = "GPU-1";
+  EXPECT_NO_THROW(judge_->record_measurement(other_gpu));
+}
+
 TEST_F(StoreTest, FindingsRefuseUpdateAndDeleteEvenOnTheJudgesConnection) {
   int64_t fid = judge_->publish(best_v4("judge", 12.5));
   for (const std::string& sql :
@@ -528,7 +539,7 @@ TEST_F(StoreTest, BestConfigAtExactlyTheMeasuredMedianIsAccepted) {
   std::uniform_real_distribution<double> us(0.5, 5000.0);
   for (int i = 0; i < 200; ++i) {
     double t = us(rng);
-    int64_t id = judge_->record_measurement(meas("h_v4", "rms_a", "passed", t, "w" + std::to_string(i)));
+    int64_t id = judge_->record_measurement(meas("h_v4", "rms_a", "passed", t, "exact" + std::to_string(i)));
     double stored = judge_->measurement(id)->median_us;
     ASSERT_EQ(stored, t);
     judge_->publish(finding("judge", "best_config", "rms_a",

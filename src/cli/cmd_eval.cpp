@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -12,6 +13,9 @@
 #include "judge/trace.h"
 #include "oracle/oracle.h"
 #include "problem/problem.h"
+#include "sol/bounds.h"
+#include "sol/calibrate.h"
+#include "sol/score.h"
 #include "solution/solution.h"
 #include "util/error.h"
 
@@ -20,7 +24,7 @@ namespace {
 
 struct EvalArgs {
   std::string problem, solution, target, workloads, traces, json_path;
-  bool json_stdout = false, no_time = false, no_ref = false;
+  bool json_stdout = false, no_time = false, no_ref = false, time_compile = false, no_sol = false;
   uint64_t seed = 0;
   int warmup = 10, iterations = 50;
   double timeout_s = 60;
@@ -72,6 +76,7 @@ void run_eval(const EvalArgs& a) {
   opt.iterations = a.iterations;
   opt.time = !a.no_time;
   opt.time_reference = !a.no_ref && !a.no_time;
+  opt.time_compile = a.time_compile && opt.time_reference;
   opt.timeout = std::chrono::milliseconds(static_cast<long>(a.timeout_s * 1000));
   auto selected = select_workloads(p, a.workloads);
   Oracle oracle(opt.target == "cuda" ? "cuda" : "cpu");
@@ -82,7 +87,47 @@ void run_eval(const EvalArgs& a) {
     if (!f) user_error("{}: cannot write traces", a.traces);
     for (const auto& w : ev.workloads) f << to_trace(p.def, c, ev, w).dump() << "\n";
   }
+  // SOL score per workload: only where this device has a stored calibration (`kernelarc
+  // calibrate`) and the oracle could count the reference's work. T_b = min(eager, compiled).
+  std::vector<std::optional<double>> score(ev.workloads.size());
+  std::vector<std::optional<double>> sol_us(ev.workloads.size());
+  std::vector<double> scored;
+  if (!a.no_sol && opt.time_reference) {
+    std::optional<nlohmann::json> cal = load_calibration(ev.device);
+    if (cal) {
+      try {
+        Ceilings ceil = ceilings_from(*cal);
+        auto counts = oracle.count(p, selected);
+        for (size_t i = 0; i < ev.workloads.size(); ++i) {
+          const auto& w = ev.workloads[i];
+          for (size_t k = 0; k < selected.size(); ++k) {
+            if (selected[k]->uuid != w.uuid || !counts[k].value("ok", false)) continue;
+            SolBound b = sol_bound(WorkCount::from_json(counts[k]), ceil);
+            if (!b.ok) continue;
+            sol_us[i] = b.t_sol_s * 1e6;
+            auto tb = baseline_time(w.reference_us, w.compile_us);
+            if (w.verdict == Verdict::passed && w.timing && tb) {
+              score[i] = sol_score(w.timing->median_us, *sol_us[i], *tb);
+              scored.push_back(*score[i]);
+            }
+          }
+        }
+      } catch (const std::exception& e) {
+        spdlog::warn("no SOL score: {}", e.what());
+      }
+    }
+  }
   nlohmann::json report = to_report(p.def, c, ev);
+  if (!scored.empty() || std::any_of(sol_us.begin(), sol_us.end(), [](const auto& v) { return v.has_value(); })) {
+    nlohmann::json s = nlohmann::json::array();
+    for (size_t i = 0; i < ev.workloads.size(); ++i)
+      s.push_back({{"uuid", ev.workloads[i].uuid},
+                   {"sol_us", sol_us[i] ? nlohmann::json(*sol_us[i]) : nlohmann::json()},
+                   {"compile_us", ev.workloads[i].compile_us ? nlohmann::json(*ev.workloads[i].compile_us) : nlohmann::json()},
+                   {"sol_score", score[i] ? nlohmann::json(*score[i]) : nlohmann::json()}});
+    report["sol"] = {{"workloads", s}, {"mean_score", scored.empty() ? nlohmann::json() : nlohmann::json(*mean_score(scored))}};
+  }
+  const bool show_score = !scored.empty();
   if (!a.json_path.empty()) {
     std::ofstream f(a.json_path);
     if (!f) user_error("{}: cannot write the report", a.json_path);
@@ -93,16 +138,21 @@ void run_eval(const EvalArgs& a) {
   } else {
     fmt::print("{} on {} ({}): {}{}\n", c.name, p.def.name, ev.target, ev.device.value("name", "?"),
                ev.build.cached ? " [build cached]" : "");
-    fmt::print("{:<10} {:<34} {:<22} {:>10} {:>10} {:>11} {:>11} {:>8}\n", "workload", "axes", "verdict", "max_abs",
-               "max_rel", "median_us", "ref_us", "speedup");
+    fmt::print("{:<10} {:<34} {:<22} {:>10} {:>10} {:>11} {:>11} {:>8}{}\n", "workload", "axes", "verdict", "max_abs",
+               "max_rel", "median_us", "ref_us", "speedup", show_score ? fmt::format(" {:>10} {:>9}", "sol_us", "sol_score") : "");
+    size_t row = 0;
     for (const auto& w : ev.workloads) {
       std::string med = w.timing ? fmt::format("{:.2f}", w.timing->median_us) : "-";
       std::string ref = w.reference_us ? fmt::format("{:.2f}", *w.reference_us) : "-";
       std::string sp = (w.timing && w.reference_us && w.timing->median_us > 0)
                            ? fmt::format("{:.2f}x", *w.reference_us / w.timing->median_us) : "-";
-      fmt::print("{:<10} {:<34} {:<22} {:>10.3g} {:>10.3g} {:>11} {:>11} {:>8}\n", w.uuid.substr(0, 8),
+      std::string sc = show_score ? fmt::format(" {:>10} {:>9}", sol_us[row] ? fmt::format("{:.2f}", *sol_us[row]) : "-",
+                                                score[row] ? fmt::format("{:.3f}", *score[row]) : "-")
+                                  : "";
+      ++row;
+      fmt::print("{:<10} {:<34} {:<22} {:>10.3g} {:>10.3g} {:>11} {:>11} {:>8}{}\n", w.uuid.substr(0, 8),
                  axes_str(w.workload.value("axes", nlohmann::json::object())), verdict_name(w.verdict), w.max_abs_err,
-                 w.max_rel_err, med, ref, sp);
+                 w.max_rel_err, med, ref, sp, sc);
       if (w.verdict != Verdict::passed) fmt::print("           {}\n", w.message);
     }
   }
@@ -119,6 +169,9 @@ void run_eval(const EvalArgs& a) {
   if (!a.json_stdout)
     fmt::print("{}/{} workloads passed{}\n", passed, ev.workloads.size(),
                timed ? fmt::format("; geomean speedup over the reference {:.2f}x", std::exp(log_sum / timed)) : "");
+  if (!a.json_stdout && show_score)
+    fmt::print("mean SOL score {:.3f} over {} workload(s) (T_b = {}; device ceilings from kernelarc calibrate)\n",
+               *mean_score(scored), scored.size(), opt.time_compile ? "min(eager, torch.compile)" : "eager reference; --time-compile adds torch.compile");
   set_exit_code(passed == ev.workloads.size() ? 0 : 1);
 }
 
@@ -143,6 +196,8 @@ void register_eval(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("--no-time", a.no_time, "Check correctness only");
   cmd->add_flag("--no-reference-time", a.no_ref, "Do not time the PyTorch reference");
+  cmd->add_flag("--time-compile", a.time_compile, "Also time torch.compile of the reference (SOL score baseline)");
+  cmd->add_flag("--no-sol", a.no_sol, "Do not compute SOL scores (they need a stored `kernelarc calibrate`)");
   cmd->callback([] { run_eval(a); });
 }
 

@@ -14,6 +14,8 @@ void register_commands(CLI::App& app) {
   register_eval(app);
   register_optimize(app);
   register_export(app);
+  register_calibrate(app);
+  register_sol(app);
   register_worker(app);
 }
 

@@ -14,5 +14,7 @@ void register_eval(CLI::App& app);
 void register_worker(CLI::App& app);
 void register_export(CLI::App& app);
 void register_optimize(CLI::App& app);
+void register_calibrate(CLI::App& app);
+void register_sol(CLI::App& app);
 
 }  // namespace ka::cli

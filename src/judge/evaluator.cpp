@@ -161,7 +161,7 @@ void JudgeSession::prepare() {
     reqs.push_back({w, opt_.seed});
     reqs.push_back({w, opt_.seed + 1});
   }
-  entries_ = oracle_.ensure(p_, reqs, opt_.time_reference);
+  entries_ = oracle_.ensure(p_, reqs, opt_.time_reference, opt_.time_compile);
   sets_.resize(entries_.size());
   prepared_ = true;
 }
@@ -227,6 +227,7 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
       continue;
     }
     if (auto ms = first.reference_ms()) w.reference_us = *ms * 1000.0;
+    if (auto ms = first.compile_ms()) w.compile_us = *ms * 1000.0;
     const InputSet& s1 = set(2 * k);
     if (!check_once(worker, p, s1, wl.tolerance, opt, w, "check")) {
       ev.workloads.push_back(std::move(w));

@@ -30,6 +30,7 @@ struct EvalOptions {
   uint64_t seed = 0;                           // inputs for the first check; seed + 1 for the re-check
   bool time = true;
   bool time_reference = true;
+  bool time_compile = false;                   // also time torch.compile of the reference (SOL baseline)
   std::filesystem::path log_dir;               // worker logs
 };
 
@@ -48,6 +49,7 @@ struct WorkloadEval {
   bool has_nan = false, has_inf = false;
   std::optional<TimingStats> timing;
   std::optional<double> reference_us;
+  std::optional<double> compile_us;            // torch.compile'd reference (time_compile)
   nlohmann::json workload;  // the workload as read
 };
 

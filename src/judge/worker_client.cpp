@@ -130,6 +130,11 @@ WorkerReply WorkerClient::load(const std::filesystem::path& library, std::chrono
   return request({{"op", "load"}, {"library", library.string()}}, {}, timeout);
 }
 
+WorkerReply WorkerClient::calibrate(const json& request, std::chrono::milliseconds timeout) {
+  hello();
+  return raw_request({{"op", "calibrate"}, {"request", request}}, {}, timeout);
+}
+
 WorkerReply WorkerClient::run(const std::string& mode, const std::vector<CallArg>& args, json extra,
                               std::chrono::milliseconds timeout) {
   json h = std::move(extra);

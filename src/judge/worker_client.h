@@ -39,6 +39,8 @@ class WorkerClient {
   WorkerReply load(const std::filesystem::path& library, std::chrono::milliseconds timeout);
   WorkerReply run(const std::string& mode, const std::vector<CallArg>& args, nlohmann::json extra,
                   std::chrono::milliseconds timeout);
+  // Asks the worker to measure the device's ceilings (op "calibrate"; reply header "calibration").
+  WorkerReply calibrate(const nlohmann::json& request, std::chrono::milliseconds timeout);
   void stop();
   int restarts() const { return restarts_; }
 

@@ -4,7 +4,11 @@
 This is the only Python in KernelArc. The C++ judge runs it as a subprocess:
 
     python3 kernelarc_oracle.py generate --problem DIR --device cpu|cuda \
-        --job UUID:SEED:OUTDIR [--job ...] [--time-reference]
+        --job UUID:SEED:OUTDIR [--job ...] [--time-reference] [--time-compile]
+    python3 kernelarc_oracle.py count --problem DIR --device cpu|cuda --workload UUID [--workload ...]
+
+``count`` prints one JSON line per workload: FLOPs by dtype, elementwise FLOPs and the fewest
+bytes (see "work counting" below); it writes no files.
 
 For each job it finds the workload UUID in DIR/workload.jsonl, generates the inputs the way
 SOL-ExecBench's harness does (docs/sol-execbench-rules.md sections 2 and 3), runs the
@@ -977,10 +981,171 @@ def time_cuda(fn, values, device):
     return samples, info
 
 
+# ──────────────────────────────────────── work counting ───────────────────────────────────
+#
+# The speed-of-light bound of a workload needs the floating-point work of its reference and the
+# fewest bytes that must move. Matrix, convolution and attention work comes from PyTorch's FLOP
+# counter formulas (torch.utils.flop_counter.flop_registry, the table FlopCounterMode uses),
+# attributed to the dtype of the op's first tensor input. Two corrections to FlopCounterMode:
+# the CPU flash-attention op (aten._scaled_dot_product_flash_attention_for_cpu), which
+# FlopCounterMode does not count at all, is counted with the same SDPA formula; and a causal SDPA
+# (is_causal=True) counts only the unmasked query/key pairs (upper-left aligned, as PyTorch's
+# causal mask: row i sees min(i + 1, Skv) keys), where FlopCounterMode reports the full
+# 4·B·H·Sq·Skv·D. FlopCounterMode's own total is kept beside ("flop_counter_total").
+# Elementwise work: every pointwise op counts its output's element count, every reduction (and
+# softmax-like op) its largest input's element count, as FLOPs at the fp32 (CUDA-core) rate.
+# Bytes: each tensor input read once plus each output written once (sum of nbytes).
+
+_SOFTMAX_LIKE = {"_softmax", "_log_softmax", "softmax", "log_softmax", "logsumexp", "native_layer_norm",
+                 "native_group_norm", "native_batch_norm", "_native_batch_norm_legit_no_training", "_fused_rms_norm",
+                 "topk", "sort", "cumsum", "cumprod", "var_mean", "std_mean"}
+_SDPA_OPS = {"_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+             "_scaled_dot_product_fused_attention_overrideable"}
+
+
+def _causal_pairs(sq, skv):
+    """Query/key pairs a causal (upper-left aligned) mask keeps: sum over rows of min(i+1, Skv)."""
+    full = min(sq, skv)
+    return full * (full + 1) // 2 + max(0, sq - skv) * skv
+
+
+def _make_counter():
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry, sdpa_flop_count
+
+    class SolCounter(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.matrix = {}      # dtype name -> FLOPs
+            self.by_op = {}       # op name -> FLOPs (matrix and elementwise)
+            self.elementwise = 0
+            self.notes = []
+
+        def _add(self, dtype, op, n):
+            self.matrix[dtype] = self.matrix.get(dtype, 0) + int(n)
+            self.by_op[op] = self.by_op.get(op, 0) + int(n)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            try:
+                self._count(func, args, kwargs, out)
+            except Exception as e:  # counting must never break the reference
+                self.notes.append(f"cannot count {func}: {exc_text(e)[:200]}")
+            return out
+
+        def _count(self, func, args, kwargs, out):
+            packet = func.overloadpacket
+            name = packet.__name__
+            tensors = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+            dtype = torch_dtype_name(tensors[0].dtype) if tensors else "float32"
+            if name in _SDPA_OPS:
+                q, k, v = args[0], args[1], args[2]
+                named = {a.name: a for a in func._schema.arguments}
+                causal = False
+                names = [a.name for a in func._schema.arguments]
+                if "is_causal" in names:
+                    i = names.index("is_causal")
+                    causal = bool(kwargs["is_causal"]) if "is_causal" in kwargs else (
+                        bool(args[i]) if i < len(args) else bool(named["is_causal"].default_value or False))
+                flops = sdpa_flop_count(tuple(q.shape), tuple(k.shape), tuple(v.shape))
+                if causal:
+                    sq, skv = q.shape[-2], k.shape[-2]
+                    flops = flops * _causal_pairs(sq, skv) // (sq * skv)
+                self._add(dtype, name + (" (causal)" if causal else ""), flops)
+                return
+            if packet in flop_registry:
+                self._add(dtype, name, flop_registry[packet](*args, **kwargs, out_val=out))
+                return
+            tags = set(func.tags)
+            outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+            if torch.Tag.pointwise in tags:
+                if name in ("copy", "copy_", "_to_copy", "clone", "fill", "fill_", "zero_", "zeros_like", "ones_like"):
+                    return
+                n = sum(o.numel() for o in outs)
+            elif torch.Tag.reduction in tags or name in _SOFTMAX_LIKE:
+                n = max([t.numel() for t in tensors] or [0])
+            else:
+                return
+            if n:
+                self.elementwise += int(n)
+                self.by_op[name] = self.by_op.get(name, 0) + int(n)
+
+    return SolCounter
+
+
+def count_work(run_fn, values, outputs):
+    """FLOPs by dtype, elementwise FLOPs and fewest bytes for one call of the reference."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    SolCounter = _make_counter()
+    counter = SolCounter()
+    fcm = FlopCounterMode(display=False)
+    args = _clone_args(values)
+    with fcm:
+        with counter:
+            result = run_fn(*args)
+    del result, args
+    bytes_in = sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+    bytes_out = sum(t.numel() * t.element_size() for t in outputs.values())
+    return {
+        "matrix_flops": counter.matrix,
+        "elementwise_flops": counter.elementwise,
+        "flops": sum(counter.matrix.values()) + counter.elementwise,
+        "flop_counter_total": int(fcm.get_total_flops()),
+        "by_op": counter.by_op,
+        "bytes_in": int(bytes_in),
+        "bytes_out": int(bytes_out),
+        "bytes": int(bytes_in + bytes_out),
+        "notes": counter.notes,
+    }
+
+
+def count_job(problem, refsrc, uuid, device):
+    """The `count` command for one workload: inputs as `generate` draws them (seed 0), the
+    reference run once plainly (for the outputs) and once under the counters."""
+    defn = problem.definition
+    notes = []
+    try:
+        workload = problem.workloads.get(uuid)
+        if workload is None:
+            raise OracleError("load", f"workload {uuid} is not in workload.jsonl")
+        validate_workload(workload)
+        axes = resolve_axes(defn, workload.get("axes"))
+        shapes = {n: resolve_shape(s["shape"], axes) for n, s in defn["inputs"].items()}
+        safe = {}
+        if any(isinstance(d, dict) and d.get("type") == "safetensors" for d in workload["inputs"].values()):
+            safe = load_safetensors_inputs(problem, workload, shapes)
+        namespace = refsrc.load()
+        run_fn = namespace.get("run")
+        if not callable(run_fn):
+            raise OracleError("reference", "Reference code does not define a top-level 'run' function")
+        seed_everything(derive_seed(uuid, 0), device)
+        values, _ = gen_inputs(problem, workload, axes, shapes, safe, namespace, device, notes)
+        result = run_fn(*_clone_args(values))
+        sync(device)
+        outputs = normalize_outputs(result, defn)
+        del result
+        out = count_work(run_fn, values, outputs)
+        sync(device)
+        out.update({"uuid": uuid, "ok": True, "axes": axes})
+        out["notes"] = notes + out["notes"]
+        return out
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        warn(f"count {uuid} failed: {exc_text(e)}")
+        return {"uuid": uuid, "ok": False, "message": one_line(str(e) if isinstance(e, OracleError) else exc_text(e))}
+    finally:
+        refsrc.unload()
+        gc.collect()
+
+
 # ──────────────────────────────────────── driver ──────────────────────────────────────────
 
 
-def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
+def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference, time_compile=False):
     defn = problem.definition
     notes = []
     stage = "load"
@@ -1075,6 +1240,31 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
             timing = {"method": info.pop("method"), "warmup": WARMUP_RUNS, "iterations": TIMED_RUNS, "samples_ms": samples}
             timing.update(info)
 
+        compile_ms, compile_timing = None, None
+        if time_compile:
+            # torch.compile of the reference (default mode, dynamic=False), timed by the same
+            # protocol; the first warm-up call compiles. A failure is noted, not fatal.
+            stage = "timing"
+            try:
+                torch._dynamo.reset()
+                compiled = torch.compile(run_fn, dynamic=False)
+                if device.type == "cuda":
+                    samples, info = time_cuda(compiled, values, device)
+                else:
+                    samples, info = time_cpu(compiled, values)
+                compile_ms = statistics.median(samples)
+                compile_timing = {"method": info.pop("method"), "warmup": WARMUP_RUNS, "iterations": TIMED_RUNS,
+                                  "samples_ms": samples, "mode": "default", "dynamic": False}
+                compile_timing.update(info)
+            except Exception as e:
+                compile_timing = {"error": exc_text(e)[:2000]}
+                notes.append(f"torch.compile of the reference failed: {exc_text(e)[:300]}")
+            finally:
+                try:
+                    torch._dynamo.reset()
+                except Exception:
+                    pass
+
         meta = {
             "oracle_version": ORACLE_VERSION,
             "uuid": uuid,
@@ -1089,6 +1279,8 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference):
             "reference_mutated_inputs": mutated,
             "reference_ms": reference_ms,
             "reference_timing": timing,
+            "compile_ms": compile_ms,
+            "compile_timing": compile_timing,
             "notes": notes,
         }
         _write_json(os.path.join(outdir, "meta.json"), meta)
@@ -1139,9 +1331,17 @@ def parse_args(argv):
     g.add_argument("--device", required=True, choices=["cpu", "cuda"])
     g.add_argument("--job", action="append", required=True, metavar="UUID:SEED:OUTDIR")
     g.add_argument("--time-reference", action="store_true", help="time the reference (10 warm-up + 50 timed calls)")
+    g.add_argument("--time-compile", action="store_true",
+                   help="also time torch.compile(run, dynamic=False) by the same protocol (meta compile_ms)")
+    c = sub.add_parser("count", help="count FLOPs (by dtype) and fewest bytes of workloads' references")
+    c.add_argument("--problem", required=True, help="problem folder (definition.json, workload.jsonl)")
+    c.add_argument("--device", required=True, choices=["cpu", "cuda"])
+    c.add_argument("--workload", action="append", required=True, metavar="UUID")
     args = p.parse_args(argv)
+    if args.command == "count":
+        return args, list(args.workload)
     if args.command != "generate":
-        raise UsageError("expected the 'generate' command")
+        raise UsageError("expected the 'generate' or 'count' command")
     jobs = []
     for spec in args.job:
         parts = spec.split(":", 2)
@@ -1187,6 +1387,14 @@ def main(argv=None):
         torch.cuda.set_device(0)
 
     refsrc = ReferenceSource(problem.definition["reference"])
+    if args.command == "count":
+        try:
+            for uuid in jobs:
+                json_out.write(json.dumps(count_job(problem, refsrc, uuid, device)) + "\n")
+                json_out.flush()
+        finally:
+            refsrc.cleanup()
+        return 0
     try:
         for uuid, seed, outdir in jobs:
             for name in OUTPUT_FILES:
@@ -1194,7 +1402,7 @@ def main(argv=None):
                 if os.path.exists(stale):
                     warn(f"removing stale {stale}")
                     os.remove(stale)
-            ok = run_job(problem, refsrc, uuid, seed, outdir, device, args.time_reference)
+            ok = run_job(problem, refsrc, uuid, seed, outdir, device, args.time_reference, args.time_compile)
             json_out.write(json.dumps({"uuid": uuid, "seed": seed, "ok": ok}) + "\n")
             json_out.flush()
     finally:

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <map>
 
 #include "util/error.h"
 #include "util/files.h"
@@ -35,6 +36,11 @@ std::optional<double> OracleEntry::reference_ms() const {
   return std::nullopt;
 }
 
+std::optional<double> OracleEntry::compile_ms() const {
+  if (meta.contains("compile_ms") && meta["compile_ms"].is_number()) return meta["compile_ms"].get<double>();
+  return std::nullopt;
+}
+
 std::string Oracle::version() {
   static std::string v = sha256_hex(read_text(resource_path("src/oracle/kernelarc_oracle.py"))).substr(0, 16);
   return v;
@@ -52,7 +58,8 @@ std::string Oracle::key(const Problem& p, const Workload& w, uint64_t seed) cons
   return sha256_hex(src).substr(0, 40);
 }
 
-std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference) {
+std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference,
+                                        bool time_compile) {
   std::vector<OracleEntry> out(reqs.size());
   std::vector<size_t> missing;
   std::vector<std::string> keys;
@@ -64,6 +71,9 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     if (have) {
       out[i].meta = json::parse(read_text(dir / "meta.json"));
       if (time_reference && !out[i].reference_ms()) have = false;  // redo with timing
+      if (time_compile && !out[i].compile_ms() && !out[i].meta.contains("compile_timing")) have = false;
+      if (time_compile && out[i].meta.contains("compile_timing") && out[i].meta["compile_timing"].is_null())
+        have = false;
     }
     if (!have) missing.push_back(i);
   }
@@ -73,6 +83,7 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
   std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate",
                                "--problem", fs::absolute(p.dir).string(), "--device", device_};
   if (time_reference) cmd.push_back("--time-reference");
+  if (time_compile) cmd.push_back("--time-compile");
   for (size_t i : missing) {
     fs::path job = work / keys[i];
     fs::create_directories(job);
@@ -127,6 +138,60 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     for (const auto& f : fs::directory_iterator(e.path())) ::chmod(f.path().c_str(), 0644);
   }
   fs::remove_all(work);
+  return out;
+}
+
+std::vector<json> Oracle::count(const Problem& p, const std::vector<const Workload*>& workloads) {
+  fs::path dir = root_.parent_path() / "bounds";
+  fs::create_directories(dir);
+  std::vector<json> out(workloads.size());
+  std::vector<size_t> missing;
+  std::vector<fs::path> files;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    files.push_back(dir / (key(p, *workloads[i], 0) + ".json"));
+    if (fs::exists(files.back())) {
+      json j = json::parse(read_text(files.back()), nullptr, false);
+      if (j.is_object() && j.value("ok", false)) {
+        out[i] = j;
+        continue;
+      }
+    }
+    missing.push_back(i);
+  }
+  if (missing.empty()) return out;
+  std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "count",
+                               "--problem", fs::absolute(p.dir).string(), "--device", device_};
+  for (size_t i : missing) {
+    cmd.push_back("--workload");
+    cmd.push_back(workloads[i]->uuid);
+  }
+  spdlog::info("oracle: counting the work of {} workload(s) of {} on {}", missing.size(), p.def.name, device_);
+  RunResult rr = run_command(cmd, std::chrono::minutes(60));
+  if (!rr.ok()) {
+    std::string why = rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code);
+    auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
+    if (rr.exit_code == 2) user_error("oracle: {}", last);
+    throw std::runtime_error(fmt::format("the Python oracle's count failed ({}): {}", why, last));
+  }
+  std::map<std::string, json> got;
+  size_t start = 0;
+  while (start < rr.output.size()) {
+    size_t end = rr.output.find('\n', start);
+    if (end == std::string::npos) end = rr.output.size();
+    json j = json::parse(rr.output.substr(start, end - start), nullptr, false);
+    if (j.is_object() && j.contains("uuid") && (j.contains("bytes") || j.contains("message")))
+      got[j["uuid"].get<std::string>()] = j;
+    start = end + 1;
+  }
+  for (size_t i : missing) {
+    auto it = got.find(workloads[i]->uuid);
+    if (it == got.end()) {
+      out[i] = {{"uuid", workloads[i]->uuid}, {"ok", false}, {"message", "the oracle printed no count"}};
+      continue;
+    }
+    out[i] = it->second;
+    if (out[i].value("ok", false)) write_atomic(files[i], out[i].dump(1));
+  }
   return out;
 }
 

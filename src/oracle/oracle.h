@@ -22,6 +22,7 @@ struct OracleEntry {
   std::string error;       // non-empty when the oracle could not produce this entry
   bool ok() const { return error.empty(); }
   std::optional<double> reference_ms() const;
+  std::optional<double> compile_ms() const;  // torch.compile'd reference (time_compile)
 };
 
 struct OracleRequest {
@@ -35,7 +36,13 @@ class Oracle {
   Oracle(std::string device, std::filesystem::path cache_dir = {});
   const std::string& device() const { return device_; }
   // Makes sure every requested entry exists, running the oracle once for all missing ones.
-  std::vector<OracleEntry> ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference);
+  // time_compile: also time torch.compile(run) (meta "compile_ms"; an entry without it is redone).
+  std::vector<OracleEntry> ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference,
+                                  bool time_compile = false);
+  // The reference's work per workload (the oracle's `count` command: "matrix_flops" by dtype,
+  // "elementwise_flops", "bytes_in", "bytes_out", "bytes", or "ok": false and "message"),
+  // cached under cache_root()/bounds.
+  std::vector<nlohmann::json> count(const Problem& p, const std::vector<const Workload*>& workloads);
   // Loads a file of an entry after checking its hash against the manifest (UserError if not).
   SafeTensors load(const OracleEntry& e, const std::string& file) const;
   std::string key(const Problem& p, const Workload& w, uint64_t seed) const;

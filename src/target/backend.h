@@ -41,6 +41,13 @@ class Backend {
   // argument buffers), then the cache flush; neither is timed. Throws BackendFault.
   virtual TimingResult time_calls(int warmup, int iterations, const std::function<void(int)>& setup,
                                   const std::function<void()>& call) = 0;
+  // Measures the device's ceilings (sol/calibrate.h): {"supported", "copy": {...}, "matmul":
+  // {dtype: {...}}}. `req` may carry "copy_bytes", "matmul_n", "iterations". A dtype that cannot
+  // run is reported with "available": false, never thrown. Throws BackendFault on a device fault.
+  virtual nlohmann::json calibrate(const nlohmann::json& req) {
+    (void)req;
+    return {{"supported", false}, {"message", "the " + name() + " target cannot calibrate"}};
+  }
 };
 
 std::unique_ptr<Backend> make_host_backend();

@@ -3,15 +3,19 @@
 // a call's time is the span from the first start to the last end of every kernel, memcpy and
 // memset whose launching API call (runtime or driver, any thread, any stream) began between the
 // timestamps taken just before and just after the call (docs/sol-execbench-rules.md §5.3).
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <map>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "target/backend.h"
 #include "util/error.h"
@@ -118,6 +122,63 @@ BackendFault fault_from(cudaError_t e, const char* where) {
 
 void check(cudaError_t e, const char* where) {
   if (e != cudaSuccess) throw fault_from(e, where);
+}
+
+
+// ── calibration (sol/calibrate.h): copy bandwidth and cuBLASLt dense matmul rates ─────────────
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Random (not zero) operands drawn on the host: bit patterns with a random sign, a small range of
+// exponents (magnitudes between 1/8 and 1 or so) and random mantissa bits, for each element size.
+std::vector<unsigned char> random_operand(const std::string& dtype, size_t elems, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  size_t es = dtype == "float8_e4m3fn" ? 1 : (dtype == "bfloat16" || dtype == "float16") ? 2 : 4;
+  std::vector<unsigned char> out(elems * es);
+  for (size_t i = 0; i < elems; ++i) {
+    uint64_t r = next();
+    uint32_t sign = r & 1, e = (r >> 1) % 3, m = static_cast<uint32_t>(r >> 8);
+    if (es == 1) {
+      out[i] = static_cast<unsigned char>((sign << 7) | ((4 + e) << 3) | (m & 7));
+    } else if (dtype == "bfloat16") {
+      uint16_t v = static_cast<uint16_t>((sign << 15) | ((124 + e) << 7) | (m & 0x7f));
+      std::memcpy(&out[i * 2], &v, 2);
+    } else if (es == 2) {
+      uint16_t v = static_cast<uint16_t>((sign << 15) | ((12 + e) << 10) | (m & 0x3ff));
+      std::memcpy(&out[i * 2], &v, 2);
+    } else {
+      uint32_t v = (sign << 31) | ((124 + e) << 23) | (m & 0x7fffff);
+      std::memcpy(&out[i * 4], &v, 4);
+    }
+  }
+  return out;
+}
+
+struct LtError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void lt_check(cublasStatus_t st, const char* where) {
+  if (st != CUBLAS_STATUS_SUCCESS) throw LtError(fmt::format("{}: cuBLAS status {}", where, static_cast<int>(st)));
+}
+void rt_check(cudaError_t e, const char* where) {
+  if (e == cudaSuccess) return;
+  BackendFault f = fault_from(e, where);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw LtError(f.message);
+  }
+  throw f;
 }
 
 class CudaBackend final : public Backend {
@@ -243,6 +304,134 @@ class CudaBackend final : public Backend {
     if (g_dropped > 0)
       throw BackendFault{"runtime_error", fmt::format("CUPTI dropped {} activity records", g_dropped.load()), false};
     return r;
+  }
+
+  nlohmann::json calibrate(const nlohmann::json& req) override {
+    nlohmann::json out = {{"supported", true}, {"device", device_info()}};
+    const int iters = req.value("iterations", 20), warm = req.value("warmup", 5);
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "cudaEventCreate");
+    check(cudaEventCreate(&e1), "cudaEventCreate");
+    auto time_it = [&](const std::function<void()>& f) {
+      for (int i = 0; i < warm; ++i) f();
+      check(cudaDeviceSynchronize(), "synchronize");
+      std::vector<double> ms;
+      for (int i = 0; i < iters; ++i) {
+        check(cudaEventRecord(e0, 0), "cudaEventRecord");
+        f();
+        check(cudaEventRecord(e1, 0), "cudaEventRecord");
+        check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+        float t = 0;
+        check(cudaEventElapsedTime(&t, e0, e1), "cudaEventElapsedTime");
+        ms.push_back(t);
+      }
+      return ms;
+    };
+    // Device-to-device copy: bytes read plus bytes written.
+    {
+      size_t n = req.value("copy_bytes", size_t{1} << 30);
+      void *a = nullptr, *b = nullptr;
+      check(cudaMalloc(&a, n), "cudaMalloc(copy source)");
+      check(cudaMalloc(&b, n), "cudaMalloc(copy destination)");
+      check(cudaMemset(a, 0x5a, n), "memset");
+      auto ms = time_it([&] { check(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, 0), "device copy"); });
+      double med = median_of(ms);
+      out["copy"] = {{"bytes_per_copy", n}, {"bytes_moved", 2 * n}, {"median_ms", med},
+                     {"min_ms", *std::min_element(ms.begin(), ms.end())},
+                     {"bandwidth_Bps", 2.0 * static_cast<double>(n) / (med * 1e-3)}, {"iterations", iters}};
+      cudaFree(a);
+      cudaFree(b);
+    }
+    // Dense matmul through cuBLASLt, "TN" layout (required for fp8), D = alpha·op(A)·op(B).
+    const int64_t N = req.value("matmul_n", int64_t{8192});
+    out["matmul_shape"] = {N, N, N};
+    cublasLtHandle_t lt = nullptr;
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
+      out["matmul"] = nlohmann::json::object();
+      out["matmul_error"] = "cublasLtCreate failed";
+      return out;
+    }
+    size_t ws_bytes = size_t{64} << 20;
+    void* ws = nullptr;
+    check(cudaMalloc(&ws, ws_bytes), "cudaMalloc(workspace)");
+    int sm = prop_.major * 10 + prop_.minor;
+    struct Case {
+      std::string dtype;
+      cudaDataType_t ab, cd;
+      cublasComputeType_t compute;
+      int min_sm;
+    };
+    std::vector<Case> cases = {{"bfloat16", CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 80},
+                               {"float16", CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 80},
+                               {"float8_e4m3fn", CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 89},
+                               {"tf32", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 80},
+                               {"float32", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 80}};
+    std::vector<std::string> only = req.value("dtypes", std::vector<std::string>{});
+    for (const auto& c : cases) {
+      if (!only.empty() && std::find(only.begin(), only.end(), c.dtype) == only.end()) continue;
+      nlohmann::json r = {{"available", false}};
+      if (sm < c.min_sm) {
+        r["message"] = fmt::format("needs sm_{} or newer", c.min_sm);
+        out["matmul"][c.dtype] = r;
+        continue;
+      }
+      void *A = nullptr, *B = nullptr, *D = nullptr;
+      cublasLtMatmulDesc_t op = nullptr;
+      cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+      cublasLtMatmulPreference_t pref = nullptr;
+      try {
+        std::string data_dtype = c.dtype == "tf32" ? "float32" : c.dtype;
+        size_t elems = static_cast<size_t>(N) * static_cast<size_t>(N);
+        auto ha = random_operand(data_dtype, elems, 1), hb = random_operand(data_dtype, elems, 2);
+        size_t cd_size = c.cd == CUDA_R_32F ? 4 : 2;
+        rt_check(cudaMalloc(&A, ha.size()), "cudaMalloc(A)");
+        rt_check(cudaMalloc(&B, hb.size()), "cudaMalloc(B)");
+        rt_check(cudaMalloc(&D, elems * cd_size), "cudaMalloc(D)");
+        check(cudaMemcpy(A, ha.data(), ha.size(), cudaMemcpyHostToDevice), "copy A");
+        check(cudaMemcpy(B, hb.data(), hb.size(), cudaMemcpyHostToDevice), "copy B");
+        lt_check(cublasLtMatmulDescCreate(&op, c.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+        lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+        lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+        // Column-major: A stored K×M (op T → M×K), B stored K×N, D M×N.
+        lt_check(cublasLtMatrixLayoutCreate(&la, c.ab, N, N, N), "layout A");
+        lt_check(cublasLtMatrixLayoutCreate(&lb, c.ab, N, N, N), "layout B");
+        lt_check(cublasLtMatrixLayoutCreate(&ld, c.cd, N, N, N), "layout D");
+        lt_check(cublasLtMatmulPreferenceCreate(&pref), "preference");
+        lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                                      sizeof ws_bytes), "workspace preference");
+        cublasLtMatmulHeuristicResult_t heur{};
+        int found = 0;
+        lt_check(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &found), "heuristic");
+        if (found == 0) throw LtError("cuBLASLt found no algorithm");
+        float alpha = 1.0f, beta = 0.0f;
+        auto ms = time_it([&] {
+          lt_check(cublasLtMatmul(lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &heur.algo, ws, ws_bytes, 0),
+                   "cublasLtMatmul");
+        });
+        check(cudaGetLastError(), "matmul");
+        double med = median_of(ms), flops = 2.0 * static_cast<double>(N) * static_cast<double>(N) * static_cast<double>(N);
+        r = {{"available", true}, {"median_ms", med}, {"min_ms", *std::min_element(ms.begin(), ms.end())},
+             {"flops_per_call", flops}, {"flops_per_s", flops / (med * 1e-3)}, {"iterations", iters},
+             {"layout", "TN"}, {"output", c.cd == CUDA_R_32F ? "float32" : "bfloat16/float16"}};
+      } catch (const LtError& e) {
+        r = {{"available", false}, {"message", e.what()}};
+      }
+      if (pref) cublasLtMatmulPreferenceDestroy(pref);
+      if (la) cublasLtMatrixLayoutDestroy(la);
+      if (lb) cublasLtMatrixLayoutDestroy(lb);
+      if (ld) cublasLtMatrixLayoutDestroy(ld);
+      if (op) cublasLtMatmulDescDestroy(op);
+      cudaFree(A);
+      cudaFree(B);
+      cudaFree(D);
+      out["matmul"][c.dtype] = r;
+    }
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return out;
   }
 
  private:

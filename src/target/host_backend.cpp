@@ -2,6 +2,7 @@
 // writing twice its size, and wall-clock timing of each call (steady_clock).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -65,6 +66,54 @@ class HostBackend final : public Backend {
     }
     r.activity = {"host call"};
     return r;
+  }
+
+  // Host ceilings: memcpy bandwidth (bytes read + written) and a single-core fp32 FMA loop.
+  nlohmann::json calibrate(const nlohmann::json& req) override {
+    using clk = std::chrono::steady_clock;
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    int iters = std::max(3, req.value("iterations", 10));
+    size_t n = req.value("host_copy_bytes", size_t{256} << 20);
+    std::vector<unsigned char> a(n, 0x5a), b(n, 0);
+    std::vector<double> secs;
+    for (int i = 0; i < iters + 2; ++i) {
+      auto t0 = clk::now();
+      std::memcpy(b.data(), a.data(), n);
+      asm volatile("" ::: "memory");
+      auto t1 = clk::now();
+      if (i >= 2) secs.push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+    double cs = median(secs);
+    // 16 independent FMA chains over a small array (stays in L1): 2 FLOPs per element per pass.
+    constexpr int kLen = 1024;
+    std::vector<float> x(kLen, 1.0f);
+    const float m = 0.999999f, c = 1e-7f;
+    int passes = req.value("host_fma_passes", 20000);
+    secs.clear();
+    for (int it = 0; it < 5; ++it) {
+      auto t0 = clk::now();
+      for (int p = 0; p < passes; ++p) {
+        for (int k = 0; k < kLen; ++k) x[static_cast<size_t>(k)] = x[static_cast<size_t>(k)] * m + c;
+        asm volatile("" ::: "memory");
+      }
+      auto t1 = clk::now();
+      secs.push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+    double fs = median(secs), flops = 2.0 * kLen * passes;
+    return {{"supported", true},
+            {"device", device_info()},
+            {"copy", {{"bytes_per_copy", n}, {"bytes_moved", 2 * n}, {"median_ms", cs * 1e3},
+                      {"bandwidth_Bps", 2.0 * static_cast<double>(n) / cs}, {"iterations", iters}}},
+            {"matmul",
+             {{"float32", {{"available", true}, {"median_ms", fs * 1e3}, {"flops_per_s", flops / fs},
+                           {"method", "fp32 multiply-add loop, one core (not a matmul)"}, {"check", x[0]}}},
+              {"bfloat16", {{"available", false}, {"message", "host target: fp32 only"}}},
+              {"float16", {{"available", false}, {"message", "host target: fp32 only"}}},
+              {"float8_e4m3fn", {{"available", false}, {"message", "host target: fp32 only"}}},
+              {"tf32", {{"available", false}, {"message", "host target: fp32 only"}}}}}};
   }
 
  private:

@@ -62,6 +62,10 @@ class Worker {
           load(h);
         } else if (op == "run") {
           run(h);
+        } else if (op == "calibrate") {
+          json r = be_->calibrate(h.value("request", json::object()));
+          be_->sync();
+          wire::write_message(out_, {{"ok", true}, {"calibration", r}});
         } else {
           reply_fail("runtime_error", "unknown op " + op, false);
         }

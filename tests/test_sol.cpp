@@ -1,0 +1,197 @@
+// test_sol.cpp — speed-of-light bounds on CPU, checked exactly on closed forms: the oracle's work
+// count (kernelarc_oracle.py count, through Oracle::count) for a GEMM (2·M·N·K), RMSNorm (bytes =
+// its inputs and output) and attention (full: 4·B·H·Sq·Skv·D; causal SDPA: 4·B·H·D·Σ_i min(i+1,Skv),
+// where FlopCounterMode itself reports the full 4·B·H·Sq·Skv·D and nothing at all for the CPU
+// flash kernel), the SOL formula and its limiting term, and the score's edge cases.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "oracle/oracle.h"
+#include "problem/problem.h"
+#include "sol/bounds.h"
+#include "sol/calibrate.h"
+#include "sol/score.h"
+#include "util/files.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct TempDir {
+  fs::path path;
+  TempDir() : path(ka::make_temp_dir((fs::temp_directory_path() / "ka-sol-").string())) {}
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+fs::path dev_root() { return fs::path(KA_SOURCE_DIR) / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench"; }
+
+// A problem folder with one workload.
+fs::path write_problem(const fs::path& root, const std::string& name, const json& def, const json& axes) {
+  fs::path d = root / name;
+  fs::create_directories(d);
+  std::ofstream(d / "definition.json") << def.dump(1);
+  json inputs = json::object();
+  for (auto it = def["inputs"].begin(); it != def["inputs"].end(); ++it) inputs[it.key()] = {{"type", "random"}};
+  json w = {{"uuid", "00000000-0000-4000-8000-000000000001"}, {"axes", axes}, {"inputs", inputs}};
+  std::ofstream(d / "workload.jsonl") << w.dump() << "\n";
+  return d;
+}
+
+json count_one(const fs::path& problem_dir, const fs::path& cache, size_t index = 0) {
+  ka::Problem p = ka::load_problem(problem_dir);
+  ka::Oracle oracle("cpu", cache / "oracle");
+  auto c = oracle.count(p, {&p.workloads.at(index)});
+  EXPECT_TRUE(c.at(0).value("ok", false)) << c.at(0).dump();
+  return c.at(0);
+}
+
+// (nlohmann::json sorts keys: the inputs are k, q, v in that order, so run takes them so.)
+json attention_def(const std::string& reference) {
+  return {{"name", "attn"},
+          {"axes", {{"B", {{"type", "const"}, {"value", 2}}}, {"H", {{"type", "const"}, {"value", 3}}},
+                    {"S", {{"type", "var"}}}, {"T", {{"type", "var"}}}, {"D", {{"type", "const"}, {"value", 16}}}}},
+          {"inputs", {{"q", {{"shape", {"B", "H", "S", "D"}}, {"dtype", "float32"}}},
+                      {"k", {{"shape", {"B", "H", "T", "D"}}, {"dtype", "float32"}}},
+                      {"v", {{"shape", {"B", "H", "T", "D"}}, {"dtype", "float32"}}}}},
+          {"outputs", {{"o", {{"shape", {"B", "H", "S", "D"}}, {"dtype", "float32"}}}}},
+          {"reference", reference}};
+}
+
+TEST(SolCount, GemmFlopsAre2MNK) {
+  TempDir t;
+  json def = {{"name", "gemm"},
+              {"axes", {{"M", {{"type", "var"}}}, {"N", {{"type", "const"}, {"value", 48}}}, {"K", {{"type", "const"}, {"value", 80}}}}},
+              {"inputs", {{"A", {{"shape", {"M", "K"}}, {"dtype", "bfloat16"}}}, {"B", {{"shape", {"N", "K"}}, {"dtype", "bfloat16"}}}}},
+              {"outputs", {{"C", {{"shape", {"M", "N"}}, {"dtype", "bfloat16"}}}}},
+              {"reference", "import torch\ndef run(A, B):\n    return torch.matmul(A, B.T)\n"}};
+  json c = count_one(write_problem(t.path, "gemm", def, {{"M", 37}}), t.path);
+  EXPECT_EQ(c["matrix_flops"]["bfloat16"].get<double>(), 2.0 * 37 * 48 * 80);
+  EXPECT_EQ(c["elementwise_flops"].get<double>(), 0);
+  EXPECT_EQ(c["bytes"].get<double>(), 2.0 * (37 * 80 + 48 * 80 + 37 * 48));
+}
+
+TEST(SolCount, DevGemm004) {
+  fs::path d = dev_root() / "004_gemm_n128_k2048";
+  if (!fs::exists(d)) GTEST_SKIP() << d << " is absent";
+  TempDir t;
+  ka::Problem p = ka::load_problem(d);
+  size_t idx = 0;  // the smallest workload (M)
+  for (size_t i = 0; i < p.workloads.size(); ++i)
+    if (p.workloads[i].raw["axes"]["M"].get<long>() < p.workloads[idx].raw["axes"]["M"].get<long>()) idx = i;
+  long m = p.workloads[idx].raw["axes"]["M"].get<long>();
+  json c = count_one(d, t.path, idx);
+  EXPECT_EQ(c["matrix_flops"]["float16"].get<double>(), 2.0 * m * 128 * 2048);
+  EXPECT_EQ(c["flop_counter_total"].get<double>(), 2.0 * m * 128 * 2048);
+  EXPECT_EQ(c["bytes"].get<double>(), 2.0 * (m * 2048 + 128 * 2048 + m * 128));
+}
+
+TEST(SolCount, RmsNormBytesAreInputsPlusOutput) {
+  fs::path d = dev_root() / "021_rmsnorm_h128";
+  if (!fs::exists(d)) d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
+  TempDir t;
+  ka::Problem p = ka::load_problem(d);
+  long b = p.workloads.at(0).raw["axes"]["batch_size"].get<long>();
+  json c = count_one(d, t.path, 0);
+  // hidden_states [b,128] bf16 + weight [128] bf16 in, output [b,128] bf16 out.
+  EXPECT_EQ(c["bytes_in"].get<double>(), 2.0 * (b * 128 + 128));
+  EXPECT_EQ(c["bytes_out"].get<double>(), 2.0 * b * 128);
+  EXPECT_EQ(c["bytes"].get<double>(), 2.0 * (2 * b * 128 + 128));
+  EXPECT_TRUE(c["matrix_flops"].empty());
+  EXPECT_GT(c["elementwise_flops"].get<double>(), 0);
+}
+
+TEST(SolCount, FullAttentionIs4BHSqSkvD) {
+  TempDir t;
+  json def = attention_def(
+      "import torch\ndef run(k, q, v):\n"
+      "    s = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)\n"
+      "    return torch.matmul(torch.softmax(s, dim=-1), v)\n");
+  json c = count_one(write_problem(t.path, "attn_full", def, {{"S", 24}, {"T", 40}}), t.path);
+  EXPECT_EQ(c["matrix_flops"]["float32"].get<double>(), 4.0 * 2 * 3 * 24 * 40 * 16);
+}
+
+TEST(SolCount, CausalSdpaCountsUnmaskedPairs) {
+  TempDir t;
+  json def = attention_def(
+      "import torch\ndef run(k, q, v):\n"
+      "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)\n");
+  // Sq = 24 ≤ Skv = 40: row i sees i + 1 keys (PyTorch's upper-left aligned causal mask).
+  json c = count_one(write_problem(t.path, "attn_causal", def, {{"S", 24}, {"T", 40}}), t.path);
+  double pairs = 24.0 * 25 / 2;
+  EXPECT_EQ(c["matrix_flops"]["float32"].get<double>(), 4.0 * 2 * 3 * 16 * pairs);
+  // FlopCounterMode has no formula for the CPU flash kernel, so it reports 0 here (and on CUDA it
+  // reports the full 4·B·H·Sq·Skv·D, ignoring the mask).
+  EXPECT_EQ(c["flop_counter_total"].get<double>(), 0);
+  // Sq = 40 > Skv = 24: rows past Skv see all Skv keys.
+  TempDir t2;
+  json c2 = count_one(write_problem(t2.path, "attn_causal2", def, {{"S", 40}, {"T", 24}}), t2.path);
+  EXPECT_EQ(c2["matrix_flops"]["float32"].get<double>(), 4.0 * 2 * 3 * 16 * (24.0 * 25 / 2 + 16.0 * 24));
+}
+
+TEST(SolBound, MemoryAndComputeLimits) {
+  ka::Ceilings c;
+  c.bandwidth_Bps = 4e12;
+  c.rate = {{"bf16", 800e12}, {"fp32", 50e12}};
+  ka::WorkCount w;
+  w.matrix_flops["bfloat16"] = 1.6e12;  // 2 ms at bf16
+  w.elementwise_flops = 5e9;            // 0.1 ms at fp32
+  w.bytes = 4e9;                        // 1 ms
+  ka::SolBound b = ka::sol_bound(w, c);
+  ASSERT_TRUE(b.ok);
+  EXPECT_DOUBLE_EQ(b.t_memory_s, 1e-3);
+  EXPECT_DOUBLE_EQ(b.t_compute_s, 2.1e-3);
+  EXPECT_DOUBLE_EQ(b.t_sol_s, 2.1e-3);
+  EXPECT_EQ(b.limiting, "compute:bf16");
+  w.bytes = 4e10;  // 10 ms
+  b = ka::sol_bound(w, c);
+  EXPECT_DOUBLE_EQ(b.t_sol_s, 1e-2);
+  EXPECT_EQ(b.limiting, "memory");
+  // fp8 was not measured: falls back to bf16.
+  ka::WorkCount f;
+  f.matrix_flops["float8_e4m3fn"] = 8e12;
+  b = ka::sol_bound(f, c);
+  EXPECT_EQ(b.limiting, "compute:bf16");
+  EXPECT_DOUBLE_EQ(b.t_sol_s, 1e-2);
+  // No bandwidth: no bound.
+  EXPECT_FALSE(ka::sol_bound(w, ka::Ceilings{}).ok);
+}
+
+TEST(SolBound, CeilingsFromCalibration) {
+  json cal = {{"copy", {{"bandwidth_Bps", 4.2e12}}},
+              {"matmul", {{"bfloat16", {{"available", true}, {"flops_per_s", 7.5e14}}},
+                          {"float8_e4m3fn", {{"available", false}, {"message", "x"}}}}}};
+  ka::Ceilings c = ka::ceilings_from(cal);
+  EXPECT_DOUBLE_EQ(c.bandwidth_Bps, 4.2e12);
+  EXPECT_DOUBLE_EQ(c.rate.at("bf16"), 7.5e14);
+  EXPECT_EQ(c.rate.count("fp8"), 0u);
+  auto ds = ka::datasheet_for("NVIDIA H200");
+  ASSERT_TRUE(ds);
+  EXPECT_DOUBLE_EQ(ds->bandwidth_Bps, 4.8e12);
+  EXPECT_DOUBLE_EQ(ds->rate.at("fp8"), 1979e12);
+  EXPECT_FALSE(ka::datasheet_for("AMD EPYC"));
+}
+
+TEST(SolScore, FormulaAndEdges) {
+  EXPECT_DOUBLE_EQ(ka::sol_score(10, 2, 10), 0.5);   // T_k = T_b
+  EXPECT_DOUBLE_EQ(ka::sol_score(2, 2, 10), 1.0);    // T_k = T_sol
+  EXPECT_DOUBLE_EQ(ka::sol_score(4, 2, 10), 0.8);    // 1 / (1 + 2/8)
+  EXPECT_GT(ka::sol_score(1, 2, 10), 1.0);           // faster than SOL: no clamping
+  EXPECT_LT(ka::sol_score(1e9, 2, 10), 1e-6);        // → 0
+  EXPECT_DOUBLE_EQ(ka::sol_score(3, 5, 5), 1.0);     // T_b ≤ T_sol, T_k ≤ T_sol
+  EXPECT_DOUBLE_EQ(ka::sol_score(5, 5, 4), 1.0);
+  EXPECT_DOUBLE_EQ(ka::sol_score(6, 5, 4), 0.0);     // T_b ≤ T_sol, T_k > T_sol
+  EXPECT_EQ(*ka::baseline_time(10.0, 7.0), 7.0);
+  EXPECT_EQ(*ka::baseline_time(10.0, std::nullopt), 10.0);
+  EXPECT_FALSE(ka::baseline_time(std::nullopt, std::nullopt));
+  EXPECT_DOUBLE_EQ(*ka::mean_score({0.5, 1.0}), 0.75);
+  EXPECT_FALSE(ka::mean_score({}));
+}
+
+}  // namespace
