@@ -2,7 +2,12 @@
 #include "oracle/oracle.h"
 
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdlib>
 #include <map>
@@ -122,15 +127,18 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     }
     write_atomic(job / "manifest.json", manifest.dump(1));
     make_read_only(job);
+    // Publish the entry atomically. Another process may be using an entry under the same key (it
+    // holds the same inputs: generation is seeded by the key's parts), so an existing entry is
+    // swapped out in one step (RENAME_EXCHANGE), never deleted first; the old one goes with `work`.
     fs::path dst = root_ / keys[i];
-    if (fs::exists(dst)) {  // an older entry (e.g. without timing): replace it
-      ::chmod(dst.c_str(), 0755);
-      fs::remove_all(dst);
+    if (::renameat2(AT_FDCWD, job.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) != 0) {
+      if (errno != EEXIST && errno != ENOTEMPTY)
+        throw std::runtime_error(fmt::format("cannot move oracle entry into the cache: {}", std::strerror(errno)));
+      ::chmod(job.c_str(), 0755);  // the directory entry of `job` changes in the exchange
+      if (::renameat2(AT_FDCWD, job.c_str(), AT_FDCWD, dst.c_str(), RENAME_EXCHANGE) != 0)
+        throw std::runtime_error(fmt::format("cannot swap oracle entry into the cache: {}", std::strerror(errno)));
+      ::chmod(dst.c_str(), 0555);
     }
-    std::error_code ec;
-    fs::rename(job, dst, ec);
-    if (ec && !fs::exists(dst / "manifest.json"))  // (a concurrent run may have stored it first)
-      throw std::runtime_error(fmt::format("cannot move oracle entry into the cache: {}", ec.message()));
     out[i].meta = json::parse(read_text(dst / "meta.json"));
   }
   for (const auto& e : fs::directory_iterator(work)) {
