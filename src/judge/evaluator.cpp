@@ -159,7 +159,7 @@ void JudgeSession::prepare() {
   for (const Workload* w : workloads_) {
     require_inputs_available(p_, *w);
     reqs.push_back({w, opt_.seed});
-    reqs.push_back({w, opt_.seed + 1});
+    reqs.push_back({w, opt_.seed + 1, false});  // the fresh re-check set needs no reference timing
   }
   entries_ = oracle_.ensure(p_, reqs, opt_.time_reference, opt_.time_compile);
   sets_.resize(entries_.size());

@@ -28,6 +28,7 @@ struct OracleEntry {
 struct OracleRequest {
   const Workload* workload;
   uint64_t seed;
+  bool timed = true;  // time the reference on this set (the judge needs it for the check set only)
 };
 
 class Oracle {
