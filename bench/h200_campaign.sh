@@ -3,7 +3,7 @@
 # scripts/device-pack.sh (carry .dev and .data): the device's copy bandwidth (and `kernelarc
 # calibrate` when built in), then `kernelarc optimize` over the seven dev FlashInfer-Bench RMSNorm
 # problems with BUDGET candidates each (default 10), summarised by bench/campaign_summary.py.
-# Also re-checks the torch-binding paths (TORCH=0 skips). Everything goes to $OUT/campaign_logs.tgz;
+# TORCH=1 also re-checks the torch-binding paths. Everything goes to $OUT/campaign_logs.tgz;
 # the summary is printed last. Budget the call: on a cold machine the oracle alone took 7.5 min for
 # these seven problems (2026-12-02), so run with OPT_TIMEOUT well under the call's limit and TORCH=0,
 # and run again (it resumes) rather than raising the limit.
@@ -24,12 +24,12 @@ probs=()
 for n in 021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
          001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168; do probs+=("$P/$n"); done
 start=$(date +%s)
-timeout ${OPT_TIMEOUT:-470} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
+timeout ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
 echo "optimize wall: $(( $(date +%s) - start )) s" >>"$OUT/optimize.txt"
 python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
 # The store and the per-problem outputs travel back in the archive (the device tool returns files at
 # most two folders down); a campaign cut short by the time limit is resumed by the same command.
-if [[ ${TORCH:-1} == 1 ]]; then
+if [[ ${TORCH:-0} == 1 ]]; then
   $K eval "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/torch_binding/solution.json >"$OUT/eval_torch_binding.txt" 2>&1
   $K export "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/solution.json -o "$OUT/export_021.json" >/dev/null
   $K eval "$P/021_rmsnorm_h128" -s "$OUT/export_021.json" >"$OUT/eval_exported.txt" 2>&1
@@ -38,6 +38,6 @@ fi
   echo "=== $(head -2 "$OUT/gpu.txt" | tail -1), $(date -u +%FT%TZ); copy bandwidth $(cat "$OUT/copy.json")"
   tail -12 "$OUT/optimize.txt"
   cat "$OUT/summary_campaign.txt"
-  [[ ${TORCH:-1} == 1 ]] && echo "torch binding: $(tail -1 "$OUT/eval_torch_binding.txt"); exported: $(tail -1 "$OUT/eval_exported.txt")"
+  [[ ${TORCH:-0} == 1 ]] && echo "torch binding: $(tail -1 "$OUT/eval_torch_binding.txt"); exported: $(tail -1 "$OUT/eval_exported.txt")"
 } | tee "$OUT/summary.txt"
 tar czf "$FINAL/campaign_logs.tgz" -C "$FINAL" campaign && rm -rf "$OUT"
