@@ -98,18 +98,17 @@ void run_eval(const EvalArgs& a) {
       try {
         Ceilings ceil = ceilings_from(*cal);
         auto counts = oracle.count(p, selected);
-        for (size_t i = 0; i < ev.workloads.size(); ++i) {
+        // evaluate() reports the workloads in the order they were selected.
+        for (size_t i = 0; i < ev.workloads.size() && i < counts.size(); ++i) {
           const auto& w = ev.workloads[i];
-          for (size_t k = 0; k < selected.size(); ++k) {
-            if (selected[k]->uuid != w.uuid || !counts[k].value("ok", false)) continue;
-            SolBound b = sol_bound(WorkCount::from_json(counts[k]), ceil);
-            if (!b.ok) continue;
-            sol_us[i] = b.t_sol_s * 1e6;
-            auto tb = baseline_time(w.reference_us, w.compile_us);
-            if (w.verdict == Verdict::passed && w.timing && tb) {
-              score[i] = sol_score(w.timing->median_us, *sol_us[i], *tb);
-              scored.push_back(*score[i]);
-            }
+          if (!counts[i].value("ok", false)) continue;
+          SolBound b = sol_bound(WorkCount::from_json(counts[i]), ceil);
+          if (!b.ok) continue;
+          sol_us[i] = b.t_sol_s * 1e6;
+          auto tb = baseline_time(w.reference_us, w.compile_us);
+          if (w.verdict == Verdict::passed && w.timing && tb) {
+            score[i] = sol_score(w.timing->median_us, *sol_us[i], *tb);
+            scored.push_back(*score[i]);
           }
         }
       } catch (const std::exception& e) {

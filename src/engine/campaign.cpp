@@ -248,12 +248,9 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     // resumed run: what the store held when this problem started (earlier problems, imports;
     // not this problem's own findings from an interrupted run), plus what the agents concluded
     // so far in this run. A finding concluded again on replay is not stored twice.
-    std::vector<Finding> digest;
+    std::vector<Finding> digest, stored_here;
     for (auto& f : store->findings(p.def.op_type))
-      if (!(f.origin.empty() && f.problem == p.def.name)) digest.push_back(f);
-    std::vector<Finding> stored_here;
-    for (auto& f : store->findings(p.def.op_type))
-      if (f.origin.empty() && f.problem == p.def.name) stored_here.push_back(f);
+      (f.origin.empty() && f.problem == p.def.name ? stored_here : digest).push_back(f);
     auto same = [](const Finding& a, const Finding& b) {
       return a.author == b.author && a.kind == b.kind && a.claim == b.claim && a.cites == b.cites &&
              a.problem == b.problem && a.bucket == b.bucket;

@@ -44,7 +44,7 @@ const json& WorkerClient::hello() {
     if (got) h = json::parse(s, nullptr, false);
   }
   if (!got || !h.is_object()) {
-    RunResult rr = child_.kill_and_reap();
+    child_.kill_and_reap();
     throw std::runtime_error(fmt::format("the {} worker did not start ({}); see {}", target_,
                                          timed_out ? "no hello within 120 s" : "it died", log_.string()));
   }

@@ -22,9 +22,13 @@ std::string read_text(const fs::path& p) {
 }
 
 std::vector<std::byte> read_bytes(const fs::path& p) {
-  std::string s = read_text(p);
-  std::vector<std::byte> v(s.size());
-  std::memcpy(v.data(), s.data(), s.size());
+  // Straight into the vector: oracle entries can be gigabytes, so no intermediate copy.
+  std::ifstream f(p, std::ios::binary | std::ios::ate);
+  if (!f) user_error("{}: cannot open: {}", p.string(), std::strerror(errno));
+  std::vector<std::byte> v(static_cast<size_t>(f.tellg()));
+  f.seekg(0);
+  if (!f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size())))
+    user_error("{}: read error", p.string());
   return v;
 }
 
