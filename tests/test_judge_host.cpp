@@ -90,6 +90,33 @@ TEST(JudgeHost, RememberedResultsFailOnFreshInputs) {
   EXPECT_NE(e.report["workloads"][0]["message"].get<std::string>().find("fresh inputs"), std::string::npos);
 }
 
+// The same verdicts when the judge sends each input set with every call instead of keeping it in
+// the worker (the path taken when the device has no room to keep a set).
+TEST(JudgeHost, SendingInputsWithEveryCallGivesTheSameVerdicts) {
+  const std::vector<std::string> send{"--send-inputs"};
+  Eval ok = eval(kRoot / "examples/solutions/rmsnorm_h128/rmsnorm_host.cpp", shared_cache(), send);
+  EXPECT_EQ(verdict(ok), "passed") << ok.output;
+  EXPECT_EQ(verdict(eval(adversarial("write_input"), shared_cache(), send)), "reward_hack");
+  EXPECT_EQ(verdict(eval(adversarial("untouched"), shared_cache(), send)), "wrong_answer");
+  EXPECT_EQ(verdict(eval(adversarial("remember"), shared_cache(), send)), "wrong_answer");
+}
+
+// A crash in the check on one workload restarts the worker; the next workload's kept sets are sent
+// again to the fresh worker, and a correct candidate judged afterwards passes every workload.
+TEST(JudgeHost, AfterACrashTheNextWorkloadsAreJudgedOnAFreshWorker) {
+  std::vector<std::string> cmd{KA_BINARY, "eval", kProblem.string(), "--solution", adversarial("crash_first").string(),
+                               "--workloads", "3", "--timeout", "5", "--no-reference-time", "--iterations", "3",
+                               "--warmup", "1", "--json"};
+  ka::RunResult r = ka::run_command(cmd, std::chrono::minutes(5), {"KERNELARC_CACHE=" + shared_cache().string()});
+  auto start = r.output.find("{\n");
+  ASSERT_NE(start, std::string::npos) << r.output;
+  json rep = json::parse(r.output.substr(start));
+  ASSERT_EQ(rep["workloads"].size(), 3u);
+  EXPECT_EQ(rep["workloads"][0]["verdict"], "crash");
+  EXPECT_EQ(rep["workloads"][1]["verdict"], "passed") << rep["workloads"][1].dump();
+  EXPECT_EQ(rep["workloads"][2]["verdict"], "passed");
+}
+
 TEST(JudgeHost, CompileErrorIsTyped) {
   fs::path dir = fs::temp_directory_path() / "ka-test-compile-error";
   fs::create_directories(dir);

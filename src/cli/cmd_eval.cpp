@@ -24,7 +24,7 @@ namespace {
 
 struct EvalArgs {
   std::string problem, solution, target, workloads, traces, json_path;
-  bool json_stdout = false, no_time = false, no_ref = false, time_compile = false, no_sol = false;
+  bool json_stdout = false, no_time = false, no_ref = false, time_compile = false, no_sol = false, send_inputs = false;
   uint64_t seed = 0;
   int warmup = 10, iterations = 50;
   double timeout_s = 60;
@@ -77,6 +77,7 @@ void run_eval(const EvalArgs& a) {
   opt.time = !a.no_time;
   opt.time_reference = !a.no_ref && !a.no_time;
   opt.time_compile = a.time_compile && opt.time_reference;
+  opt.keep_sets = !a.send_inputs;
   opt.timeout = std::chrono::milliseconds(static_cast<long>(a.timeout_s * 1000));
   auto selected = select_workloads(p, a.workloads);
   Oracle oracle(opt.target == "cuda" ? "cuda" : "cpu");
@@ -196,6 +197,8 @@ void register_eval(CLI::App& app) {
   cmd->add_flag("--no-time", a.no_time, "Check correctness only");
   cmd->add_flag("--no-reference-time", a.no_ref, "Do not time the PyTorch reference");
   cmd->add_flag("--time-compile", a.time_compile, "Also time torch.compile of the reference (SOL score baseline)");
+  cmd->add_flag("--send-inputs", a.send_inputs,
+                "Send each input set with every call instead of keeping it in the worker (slower; the same verdicts)");
   cmd->add_flag("--no-sol", a.no_sol, "Do not compute SOL scores (they need a stored `kernelarc calibrate`)");
   cmd->callback([] { run_eval(a); });
 }

@@ -59,42 +59,71 @@ std::vector<CallArg> call_args(const InputSet& s) {
   return a;
 }
 
-// Runs one check call and compares. Returns false (and fills w) on any failure.
-bool check_once(WorkerClient& worker, const Problem& p, const InputSet& s, const Tolerance& tol,
-                const EvalOptions& opt, WorkloadEval& w, const char* when) {
-  WorkerReply r = worker.run("check", call_args(s), json::object(), opt.timeout);
+json tolerance_json(const Tolerance& t) {
+  return {{"max_atol", t.max_atol}, {"max_rtol", t.max_rtol}, {"required_matched_ratio", t.required_matched_ratio},
+          {"max_error_cap", t.max_error_cap ? json(*t.max_error_cap) : json()}, {"allow_negative_inf", t.allow_negative_inf}};
+}
+
+// Reads the reply of one check call. A set kept in the worker comes back compared there
+// ("input_written" or "compare"); a set sent whole comes back as bytes (outputs, then the inputs
+// as they were after the call), compared here. Returns false (and fills w) on any failure.
+bool check_reply(const WorkerReply& r, const Problem& p, const InputSet& s, const Tolerance& tol, WorkloadEval& w,
+                 const char* when) {
   if (!r.ok) {
     w.verdict = r.verdict;
     w.message = fmt::format("{}: {}", when, r.message);
     return false;
   }
-  // Payload: outputs, then every non-scalar input as it was after the call.
-  size_t off = 0;
-  std::vector<Tensor> outs;
-  for (const auto& ref : s.outputs) {
-    Tensor t;
-    t.dtype = ref.dtype;
-    t.shape = ref.shape;
-    size_t n = ref.nbytes();
-    if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
-    t.data.assign(r.payload.begin() + static_cast<long>(off), r.payload.begin() + static_cast<long>(off + n));
-    off += n;
-    outs.push_back(std::move(t));
+  if (r.header.contains("input_written")) {
+    w.verdict = Verdict::reward_hack;
+    w.message = fmt::format("{}: the candidate wrote into input '{}'", when,
+                            p.def.inputs.at(r.header["input_written"].get<size_t>()).name);
+    return false;
   }
-  for (size_t i = 0; i < s.inputs.size(); ++i) {
-    const Tensor& in = s.inputs[i];
-    if (in.scalar) continue;
-    size_t n = in.data.size();
-    if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
-    if (std::memcmp(r.payload.data() + off, in.data.data(), n) != 0) {
-      w.verdict = Verdict::reward_hack;
-      w.message = fmt::format("{}: the candidate wrote into input '{}'", when, p.def.inputs[i].name);
-      return false;
+  std::vector<CompareResult> results;
+  if (r.header.contains("compare")) {
+    for (const auto& c : r.header["compare"]) {
+      CompareResult x;
+      x.ok = c.value("ok", false);
+      x.max_abs_err = c.value("max_abs_err", 0.0);
+      x.max_rel_err = c.value("max_rel_err", 0.0);
+      x.matched_ratio = c.value("matched_ratio", 0.0);
+      x.values = c.value("values", int64_t{0});
+      x.nonfinite = c.value("nonfinite", int64_t{0});
+      x.never_written = c.value("never_written", false);
+      x.reason = c.value("reason", "");
+      results.push_back(std::move(x));
     }
-    off += n;
+    if (results.size() != s.outputs.size()) throw std::runtime_error("worker reply lists the wrong number of outputs");
+  } else {
+    size_t off = 0;
+    std::vector<Tensor> outs;
+    for (const auto& ref : s.outputs) {
+      Tensor t;
+      t.dtype = ref.dtype;
+      t.shape = ref.shape;
+      size_t n = ref.nbytes();
+      if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
+      t.data.assign(r.payload.begin() + static_cast<long>(off), r.payload.begin() + static_cast<long>(off + n));
+      off += n;
+      outs.push_back(std::move(t));
+    }
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      const Tensor& in = s.inputs[i];
+      if (in.scalar) continue;
+      size_t n = in.data.size();
+      if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
+      if (std::memcmp(r.payload.data() + off, in.data.data(), n) != 0) {
+        w.verdict = Verdict::reward_hack;
+        w.message = fmt::format("{}: the candidate wrote into input '{}'", when, p.def.inputs[i].name);
+        return false;
+      }
+      off += n;
+    }
+    for (size_t i = 0; i < outs.size(); ++i) results.push_back(compare_output(outs[i], s.outputs[i], tol));
   }
-  for (size_t i = 0; i < outs.size(); ++i) {
-    CompareResult c = compare_output(outs[i], s.outputs[i], tol);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CompareResult& c = results[i];
     w.max_abs_err = std::max(w.max_abs_err, c.max_abs_err);
     w.max_rel_err = std::max(w.max_rel_err, c.max_rel_err);
     w.matched_ratio = std::min(w.matched_ratio, c.matched_ratio);
@@ -171,6 +200,28 @@ const InputSet& JudgeSession::set(size_t i) {
   return *sets_[i];
 }
 
+WorkerReply JudgeSession::run_set(size_t i, const std::string& mode, json extra) {
+  WorkerClient& worker = *worker_;
+  // A reply from a dead worker has no header.
+  auto flag = [](const WorkerReply& r, const char* key) { return r.header.is_object() && r.header.value(key, false); };
+  if (!opt_.keep_sets || unkept_.count(i)) return worker.run(mode, call_args(set(i)), std::move(extra), opt_.timeout);
+  json kept = extra;
+  kept["set"] = i;
+  WorkerReply r = worker.run_kept(mode, kept, opt_.timeout);
+  if (r.ok || !flag(r, "missing_set")) return r;
+  // A fresh worker (the first call, or after a crash): send the set once, then run again.
+  WorkerReply put = worker.put(static_cast<int64_t>(i), call_args(set(i)), std::max(opt_.timeout, std::chrono::milliseconds(600000)));
+  if (put.ok) {
+    r = worker.run_kept(mode, kept, opt_.timeout);
+    if (r.ok || !flag(r, "missing_set")) return r;
+  } else if (!flag(put, "no_room")) {
+    return put;
+  }
+  spdlog::debug("input set {} is not kept in the worker ({}); it is sent with every call", i, put.message);
+  unkept_.insert(i);
+  return worker.run(mode, call_args(set(i)), std::move(extra), opt_.timeout);
+}
+
 CandidateEval JudgeSession::evaluate(const Candidate& c) {
   if (c.target() != opt_.target)
     user_error("solution '{}' is {} ({}), but the target is {}", c.name, c.language, c.target(), opt_.target);
@@ -229,15 +280,15 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
     if (auto ms = first.reference_ms()) w.reference_us = *ms * 1000.0;
     if (auto ms = first.compile_ms()) w.compile_us = *ms * 1000.0;
     const InputSet& s1 = set(2 * k);
-    if (!check_once(worker, p, s1, wl.tolerance, opt, w, "check")) {
+    const json tol = {{"tolerance", tolerance_json(wl.tolerance)}};
+    if (!check_reply(run_set(2 * k, "check", tol), p, s1, wl.tolerance, w, "check")) {
       ev.workloads.push_back(std::move(w));
       continue;
     }
     if (opt.time) {
       std::optional<TimingStats> best;
       for (int attempt = 1; attempt <= opt.max_attempts; ++attempt) {
-        WorkerReply r = worker.run("time", call_args(s1), {{"warmup", opt.warmup}, {"iterations", opt.iterations}},
-                                   opt.timeout);
+        WorkerReply r = run_set(2 * k, "time", {{"warmup", opt.warmup}, {"iterations", opt.iterations}});
         if (!r.ok) {
           w.verdict = r.verdict;
           w.message = "timing: " + r.message;
@@ -256,7 +307,7 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
       w.timing = best;
     }
     const InputSet& s2 = set(2 * k + 1);
-    if (!check_once(worker, p, s2, wl.tolerance, opt, w, "re-check on fresh inputs after timing")) {
+    if (!check_reply(run_set(2 * k + 1, "check", tol), p, s2, wl.tolerance, w, "re-check on fresh inputs after timing")) {
       ev.workloads.push_back(std::move(w));
       continue;
     }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct EvalOptions {
   bool time = true;
   bool time_reference = true;
   bool time_compile = false;                   // also time torch.compile of the reference (SOL baseline)
+  bool keep_sets = true;                       // keep input sets in the worker (sent once per worker process)
   std::filesystem::path log_dir;               // worker logs
 };
 
@@ -64,6 +66,7 @@ struct CandidateEval {
 TimingStats summarize(std::vector<double> samples_us);
 
 class WorkerClient;
+struct WorkerReply;
 struct InputSet;
 
 // A judge for one problem and target: one worker process (replaced whenever it fails), the
@@ -91,9 +94,13 @@ class JudgeSession {
   std::unique_ptr<WorkerClient> worker_;
   std::vector<OracleEntry> entries_;                 // 2 per workload: check set, fresh set
   std::vector<std::unique_ptr<InputSet>> sets_;      // loaded lazily, parallel to entries_
+  std::set<size_t> unkept_;                          // sets the worker had no room to keep
   bool prepared_ = false;
   void prepare();
   const InputSet& set(size_t i);
+  // One call on set i (mode "check" or "time"), through the worker's copy of the set when it
+  // keeps one (sent once per worker process), else with the set's bytes.
+  WorkerReply run_set(size_t i, const std::string& mode, nlohmann::json extra);
 };
 
 CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,

@@ -135,6 +135,26 @@ WorkerReply WorkerClient::calibrate(const json& request, std::chrono::millisecon
   return raw_request({{"op", "calibrate"}, {"request", request}}, {}, timeout);
 }
 
+WorkerReply WorkerClient::put(int64_t set, const std::vector<CallArg>& args, std::chrono::milliseconds timeout) {
+  json h = {{"op", "put"}, {"set", set}, {"args", json::array()}};
+  std::vector<std::pair<const void*, size_t>> payload;
+  for (const auto& a : args) {
+    const Tensor& t = *a.tensor;
+    h["args"].push_back({{"dtype", static_cast<int>(t.dtype)}, {"shape", t.shape}, {"scalar", t.scalar},
+                         {"output", a.output}, {"nbytes", a.output ? t.nbytes() : t.data.size()}});
+    if (!a.output) payload.emplace_back(t.data.data(), t.data.size());
+  }
+  for (const auto& a : args)  // the reference outputs follow the inputs
+    if (a.output) payload.emplace_back(a.tensor->data.data(), a.tensor->data.size());
+  return request(h, payload, timeout);
+}
+
+WorkerReply WorkerClient::run_kept(const std::string& mode, json extra, std::chrono::milliseconds timeout) {
+  extra["op"] = "run";
+  extra["mode"] = mode;
+  return request(extra, {}, timeout);
+}
+
 WorkerReply WorkerClient::run(const std::string& mode, const std::vector<CallArg>& args, json extra,
                               std::chrono::milliseconds timeout) {
   json h = std::move(extra);

@@ -39,6 +39,12 @@ class WorkerClient {
   WorkerReply load(const std::filesystem::path& library, std::chrono::milliseconds timeout);
   WorkerReply run(const std::string& mode, const std::vector<CallArg>& args, nlohmann::json extra,
                   std::chrono::milliseconds timeout);
+  // Keeps an input set in the worker under `set` (op "put": inputs, then the reference outputs'
+  // bytes). A refusal for want of device memory comes back with header "no_room".
+  WorkerReply put(int64_t set, const std::vector<CallArg>& args, std::chrono::milliseconds timeout);
+  // A run on a kept set (header "set" in `extra`); a worker that does not hold it (e.g. a fresh
+  // one after a crash) answers with header "missing_set".
+  WorkerReply run_kept(const std::string& mode, nlohmann::json extra, std::chrono::milliseconds timeout);
   // Asks the worker to measure the device's ceilings (op "calibrate"; reply header "calibration").
   WorkerReply calibrate(const nlohmann::json& request, std::chrono::milliseconds timeout);
   void stop();

@@ -121,7 +121,12 @@ BackendFault fault_from(cudaError_t e, const char* where) {
 }
 
 void check(cudaError_t e, const char* where) {
-  if (e != cudaSuccess) throw fault_from(e, where);
+  if (e == cudaSuccess) return;
+  if (e == cudaErrorMemoryAllocation) {  // not sticky: the context stays usable
+    cudaGetLastError();
+    throw BackendFault{"runtime_error", fmt::format("{}: out of device memory", where), false};
+  }
+  throw fault_from(e, where);
 }
 
 

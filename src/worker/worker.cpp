@@ -2,6 +2,11 @@
 // candidate's prints go to the log (stderr) and cannot corrupt replies. Each "run" poisons the
 // outputs (0xFF bytes: NaN in every float format that has one) before the call in check mode, and
 // in time mode gives every call fresh argument buffers shifted by 256 bytes, as SOL-ExecBench does.
+// Input sets can be kept here ("put": inputs on the device and on the host, reference outputs on
+// the host), so that a session judging many candidates sends each set once: a "run" naming a set
+// copies its pristine device inputs into fresh buffers, and in check mode compares the outputs
+// with the reference and the inputs with their originals here, replying with the comparison
+// only. The sets live as long as this process; a fresh worker answers "missing_set".
 #include "worker/worker.h"
 
 #include <dlfcn.h>
@@ -10,7 +15,9 @@
 
 #include <cstring>
 #include <kernelarc/abi.h>
+#include <map>
 
+#include "judge/compare.h"
 #include "judge/protocol.h"
 #include "problem/dtype.h"
 #include "target/backend.h"
@@ -47,6 +54,11 @@ TensorArg make_arg(const Arg& a, void* data) {
 class Worker {
  public:
   Worker(int in, int out, std::unique_ptr<Backend> b) : in_(in), out_(out), be_(std::move(b)) {}
+  ~Worker() {
+    for (auto& [id, s] : sets_)
+      for (void* p : s.pristine)
+        if (p) be_->release(p);
+  }
 
   int loop() {
     if (!wire::write_message(out_, {{"ok", true}, {"target", be_->name()}, {"device", be_->device_info()}})) return 1;
@@ -62,6 +74,8 @@ class Worker {
           load(h);
         } else if (op == "run") {
           run(h);
+        } else if (op == "put") {
+          put(h);
         } else if (op == "calibrate") {
           json r = be_->calibrate(h.value("request", json::object()));
           be_->sync();
@@ -83,6 +97,14 @@ class Worker {
   std::unique_ptr<Backend> be_;
   std::vector<void*> libs_;
   EntryFn entry_ = nullptr;
+
+  struct CachedSet {
+    std::vector<Arg> args;          // inputs (with their host bytes), then outputs (dtype/shape)
+    std::vector<void*> pristine;    // device copy of each non-scalar input, parallel to args
+    std::vector<Tensor> reference;  // the reference outputs, in output order
+  };
+  std::map<int64_t, CachedSet> sets_;
+
 
   void reply_fail(const std::string& verdict, const std::string& msg, bool fatal) {
     wire::write_message(out_, {{"ok", false}, {"verdict", verdict}, {"message", one_line(msg)}, {"fatal", fatal}});
@@ -130,8 +152,130 @@ class Worker {
                          false};
   }
 
+  // "put": {"set": ID, "args": [...] as for "run"} with the inputs' bytes and then each output's
+  // reference bytes as payload. A set that does not fit on the device is refused with "no_room"
+  // (the judge then sends it with every call instead).
+  void put(const json& h) {
+    const int64_t id = h.at("set");
+    CachedSet s;
+    s.args = read_args(h);
+    for (const Arg& a : s.args) {
+      if (!a.output) continue;
+      Tensor t;
+      t.dtype = static_cast<DType>(a.dtype);
+      t.shape = a.shape;
+      t.data.resize(a.nbytes);
+      if (!wire::read_full(in_, t.data.data(), a.nbytes)) throw BackendFault{"runtime_error", "short payload", true};
+      s.reference.push_back(std::move(t));
+    }
+    s.pristine.assign(s.args.size(), nullptr);
+    try {
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        if (s.args[i].output || s.args[i].scalar) continue;
+        s.pristine[i] = be_->alloc(s.args[i].nbytes);
+        be_->to_device(s.pristine[i], s.args[i].host.data(), s.args[i].nbytes);
+      }
+      be_->sync();
+    } catch (const BackendFault& f) {
+      for (void* p : s.pristine)
+        if (p) be_->release(p);
+      if (f.fatal) throw;
+      wire::write_message(out_, {{"ok", false}, {"verdict", "unavailable"}, {"no_room", true}, {"fatal", false},
+                                 {"message", one_line(f.message)}});
+      return;
+    }
+    auto old = sets_.find(id);
+    if (old != sets_.end())
+      for (void* p : old->second.pristine)
+        if (p) be_->release(p);
+    sets_[id] = std::move(s);
+    wire::write_message(out_, {{"ok", true}});
+  }
+
+  static Tolerance tolerance_from(const json& j) {
+    Tolerance t;
+    t.max_atol = j.value("max_atol", t.max_atol);
+    t.max_rtol = j.value("max_rtol", t.max_rtol);
+    t.required_matched_ratio = j.value("required_matched_ratio", t.required_matched_ratio);
+    if (j.contains("max_error_cap") && j["max_error_cap"].is_number()) t.max_error_cap = j["max_error_cap"].get<double>();
+    t.allow_negative_inf = j.value("allow_negative_inf", false);
+    return t;
+  }
+
+  // Check mode on a kept set: fresh buffers filled from the pristine copies, the call, then the
+  // comparison here. Reply: {"ok":true,"input_written":INDEX} or {"ok":true,"compare":[per output]}.
+  void check_cached(CachedSet& s, const json& h) {
+    std::vector<Arg>& args = s.args;
+    std::vector<void*> bufs(args.size(), nullptr);
+    struct Free {
+      Backend& b;
+      std::vector<void*>& v;
+      ~Free() {
+        for (void* p : v)
+          if (p) b.release(p);
+      }
+    } free_all{*be_, bufs};
+    std::vector<TensorArg> t;
+    for (size_t i = 0; i < args.size(); ++i) {
+      Arg& a = args[i];
+      if (a.scalar) {
+        t.push_back(make_arg(a, a.host.data()));
+        continue;
+      }
+      bufs[i] = be_->alloc(a.nbytes);
+      if (a.output) be_->fill(bufs[i], 0xff, a.nbytes);
+      else be_->copy(bufs[i], s.pristine[i], a.nbytes);
+      t.push_back(make_arg(a, bufs[i]));
+    }
+    be_->sync();
+    call(t);
+    be_->sync();
+    std::vector<std::byte> back;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].output || args[i].scalar) continue;
+      back.resize(args[i].nbytes);
+      be_->to_host(back.data(), bufs[i], args[i].nbytes);
+      if (std::memcmp(back.data(), args[i].host.data(), args[i].nbytes) != 0) {
+        wire::write_message(out_, {{"ok", true}, {"input_written", i}});
+        return;
+      }
+    }
+    const Tolerance tol = tolerance_from(h.value("tolerance", json::object()));
+    json cmp = json::array();
+    size_t k = 0;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!args[i].output) continue;
+      Tensor out;
+      out.dtype = static_cast<DType>(args[i].dtype);
+      out.shape = args[i].shape;
+      out.data.resize(args[i].nbytes);
+      be_->to_host(out.data.data(), bufs[i], args[i].nbytes);
+      CompareResult c = compare_output(out, s.reference[k++], tol);
+      cmp.push_back({{"ok", c.ok}, {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err},
+                     {"matched_ratio", c.matched_ratio}, {"values", c.values}, {"nonfinite", c.nonfinite},
+                     {"never_written", c.never_written}, {"reason", c.reason}});
+    }
+    wire::write_message(out_, {{"ok", true}, {"compare", cmp}});
+  }
+
   void run(const json& h) {
-    std::vector<Arg> args = read_args(h);
+    std::vector<Arg> sent;
+    std::vector<Arg>* argp = &sent;
+    std::vector<void*>* kept = nullptr;
+    if (h.contains("set")) {
+      auto it = sets_.find(h["set"].get<int64_t>());
+      if (it == sets_.end()) {
+        wire::write_message(out_, {{"ok", false}, {"verdict", "runtime_error"}, {"missing_set", true}, {"fatal", false},
+                                   {"message", "this worker does not hold that input set"}});
+        return;
+      }
+      if (h.value("mode", "check") == "check") return check_cached(it->second, h);
+      argp = &it->second.args;
+      kept = &it->second.pristine;
+    } else {
+      sent = read_args(h);
+    }
+    std::vector<Arg>& args = *argp;
     std::string mode = h.value("mode", "check");
     std::vector<void*> bufs(args.size(), nullptr);
     struct Free {
@@ -188,11 +332,12 @@ class Worker {
     for (size_t i = 0; i < args.size(); ++i) {
       if (args[i].scalar) continue;
       bufs[i] = be_->alloc(args[i].nbytes + 256 * (calls - 1));
-      if (!args[i].output) {
+      if (!args[i].output && !kept) {
         pristine[i] = be_->alloc(args[i].nbytes);
         be_->to_device(pristine[i], args[i].host.data(), args[i].nbytes);
       }
     }
+    const std::vector<void*>& source = kept ? *kept : pristine;
     be_->sync();
     std::vector<TensorArg> t(args.size());
     auto setup = [&](int call_index) {
@@ -203,7 +348,7 @@ class Worker {
         }
         void* p = static_cast<char*>(bufs[i]) + 256 * static_cast<size_t>(call_index);
         if (args[i].output) be_->fill(p, 0, args[i].nbytes);
-        else be_->copy(p, pristine[i], args[i].nbytes);
+        else be_->copy(p, source[i], args[i].nbytes);
         t[i] = make_arg(args[i], p);
       }
     };
