@@ -22,6 +22,7 @@ struct SolArgs {
   std::vector<std::string> problems;
   std::string workloads, device;
   bool no_compile = false, json_out = false;
+  double compile_budget = 120;
 };
 
 std::vector<const Workload*> pick(const Problem& p, const std::string& sel) {
@@ -64,6 +65,7 @@ void run_sol(const SolArgs& a) {
              cal.value("reused", false) ? ", stored calibration" : "");
   nlohmann::json all = nlohmann::json::array();
   Oracle oracle(device);
+  oracle.set_compile_budget(a.compile_budget);
   for (const auto& dir : a.problems) {
     Problem p = load_problem(dir);
     auto ws = pick(p, a.workloads);
@@ -115,6 +117,10 @@ void run_sol(const SolArgs& a) {
                   {"b200_sol_us", b_sol ? nlohmann::json(*b_sol) : nlohmann::json()},
                   {"b200_baseline_us", b_base ? nlohmann::json(*b_base) : nlohmann::json()}});
       if (!entries[i].ok()) row["oracle_error"] = entries[i].error;
+      if (entries[i].ok() && !comp && entries[i].meta.contains("compile_timing") && entries[i].meta["compile_timing"].is_object()) {
+        const auto& ct = entries[i].meta["compile_timing"];
+        row["compile_note"] = ct.value("skipped", ct.value("error", std::string()));
+      }
       all.push_back(row);
       if (!a.json_out)
         fmt::print("{:<10} {:>10} {:>10} {:<14} {:>10} {:>11} {:>11} {:>11} {:>11}\n", ws[i]->uuid.substr(0, 8),
@@ -134,6 +140,9 @@ void register_sol(CLI::App& app) {
   cmd->add_option("--workloads", a.workloads, "The first N workloads, or a comma list of uuid prefixes (default: all)");
   cmd->add_flag("--no-compile", a.no_compile, "Do not time torch.compile of the reference");
   cmd->add_option("--device", a.device, "cuda or cpu (default: cuda when built in)")->check(CLI::IsMember({"cuda", "cpu"}));
+  cmd->add_option("--compile-budget", a.compile_budget,
+                  "Seconds per problem for compiling and timing torch.compile; later workloads show '-' (default 120)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", a.json_out, "Print the rows as JSON");
   cmd->callback([] { run_sol(a); });
 }

@@ -78,7 +78,9 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
       const bool tr = time_reference && reqs[i].timed, tc = time_compile && reqs[i].timed;
       if (tr && !out[i].reference_ms()) have = false;  // redo with timing
       if (tc && !out[i].compile_ms() && !out[i].meta.contains("compile_timing")) have = false;
-      if (tc && out[i].meta.contains("compile_timing") && out[i].meta["compile_timing"].is_null()) have = false;
+      if (tc && out[i].meta.contains("compile_timing") &&
+          (out[i].meta["compile_timing"].is_null() || out[i].meta["compile_timing"].contains("skipped")))
+        have = false;
     }
     if (!have) missing.push_back(i);
   }
@@ -91,7 +93,11 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
   std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate",
                                "--problem", fs::absolute(p.dir).string(), "--device", device_};
   if (tr) cmd.push_back("--time-reference");
-  if (tc) cmd.push_back("--time-compile");
+  if (tc) {
+    cmd.push_back("--time-compile");
+    cmd.push_back("--compile-budget");
+    cmd.push_back(fmt::format("{}", compile_budget_s_));
+  }
   for (size_t i : missing) {
     fs::path job = work / keys[i];
     fs::create_directories(job);

@@ -37,7 +37,8 @@ class Oracle {
   Oracle(std::string device, std::filesystem::path cache_dir = {});
   const std::string& device() const { return device_; }
   // Makes sure every requested entry exists, running the oracle once for all missing ones.
-  // time_compile: also time torch.compile(run) (meta "compile_ms"; an entry without it is redone).
+  // time_compile: also time torch.compile(run) (meta "compile_ms"; an entry without it, or whose
+  // compile timing was skipped for want of budget, is redone).
   std::vector<OracleEntry> ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference,
                                   bool time_compile = false);
   // The reference's work per workload (the oracle's `count` command: "matrix_flops" by dtype,
@@ -48,8 +49,12 @@ class Oracle {
   SafeTensors load(const OracleEntry& e, const std::string& file) const;
   std::string key(const Problem& p, const Workload& w, uint64_t seed) const;
   static std::string version();
+  // Wall-clock seconds one oracle run (one problem) may spend compiling and timing torch.compile;
+  // workloads past it get compile_timing {"skipped": ...} and are redone by a later ensure().
+  void set_compile_budget(double seconds) { compile_budget_s_ = seconds; }
 
  private:
+  double compile_budget_s_ = 240;
   std::string device_;
   std::filesystem::path root_;
 };
