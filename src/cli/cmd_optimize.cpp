@@ -1,10 +1,13 @@
 // cli/cmd_optimize.cpp — `kernelarc optimize PROBLEM...`: runs a campaign (engine/campaign.h) and
-// prints, per problem, the best candidate and where its solution, leaderboard and findings are.
-// Running the same command again resumes from the campaign's store without measuring twice.
+// prints, per problem, the best candidate and where its solution, leaderboard and findings are,
+// then the campaign's rate and what each measurement runner did. Running the same command again
+// resumes from the campaign's store without measuring twice. Also registers `kernelarc runner`
+// (internal, hidden): the measurement runner processes a campaign starts (engine/runner.h).
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "engine/campaign.h"
+#include "engine/runner.h"
 #include "util/error.h"
 
 namespace ka::cli {
@@ -27,6 +30,12 @@ void register_optimize(CLI::App& app) {
   cmd->add_option("--import-findings", imports, "Findings of earlier campaigns (their campaign.db), read-only");
   cmd->add_option("--families", families, "Folder of kernel families (default: the shipped families/)");
   cmd->add_option("--jobs", o.build_jobs, "Parallel builds (default: every core)");
+  cmd->add_option("--gpus", o.gpus,
+                  "Measurement runners: 'all' or device numbers, e.g. 0,1 (default: one, on $KERNELARC_GPU or 0); "
+                  "on host, N numbers give N host runners");
+  cmd->add_option("--depth", o.depth,
+                  "Proposals made ahead of observations (default: min(jobs, 4), at least 2 per runner with several)")
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--timeout", timeout_s, "Seconds a worker may take for one check or timing run")->capture_default_str();
   cmd->add_option("--iterations", o.eval.iterations, "Timed calls per measurement")->capture_default_str();
   cmd->add_option("--warmup", o.eval.warmup, "Untimed calls before timing")->capture_default_str();
@@ -56,11 +65,28 @@ void register_optimize(CLI::App& app) {
                  p.solved && p.reference_geomean_us > 0 ? fmt::format("{:.2f}x", p.reference_geomean_us / p.best_geomean_us) : "-",
                  p.solved ? (p.best_dir / "best" / "solution.json").string() : "no passing candidate");
     }
-    fmt::print("measured {} candidates in {:.1f} s ({:.1f} candidates/min); judging {:.0f}% of wall time; store {}\n",
-               r.measured, r.wall_s, r.candidates_per_minute(), r.wall_s > 0 ? 100.0 * r.measure_s / r.wall_s : 0.0,
-               (o.out / "campaign.db").string());
+    for (const auto& p : r.problems)
+      if (p.per_gpu.size() > 1) {
+        std::string per;
+        for (const auto& g : p.per_gpu)
+          per += fmt::format("{}{} {}", per.empty() ? "" : ", ", g.gpu, g.passed ? fmt::format("{:.3f} us", g.geomean_us) : "failed");
+        fmt::print("{}: incumbent on {} GPUs: {} (spread {:.1f}%)\n", p.problem, p.per_gpu.size(), per, 100 * p.gpu_spread);
+      }
+    const size_t nrun = std::max<size_t>(1, r.runners.size());
+    fmt::print("measured {} candidates in {:.1f} s ({:.1f} candidates/min); judging {:.0f}% of wall time{}; store {}\n",
+               r.measured, r.wall_s, r.candidates_per_minute(),
+               r.wall_s > 0 ? 100.0 * r.measure_s / (r.wall_s * static_cast<double>(nrun)) : 0.0,
+               nrun > 1 ? fmt::format(" per runner ({} runners)", nrun) : "", (o.out / "campaign.db").string());
+    for (const auto& rs : r.runners)
+      fmt::print("runner {} (device {}, {}): {} judged, {} restarts, busy {:.0f}% of wall time\n", rs.index, rs.device_id,
+                 rs.gpu, rs.judged, rs.restarts, r.wall_s > 0 ? 100.0 * rs.busy_s / r.wall_s : 0.0);
+    if (r.checks > 0) fmt::print("per-GPU checks of incumbents: {} measured now\n", r.checks);
     set_exit_code(all ? 0 : 1);
   });
+
+  auto* run = app.add_subcommand("runner", "Internal: a campaign's measurement runner (started by optimize)");
+  run->group("");  // hidden from --help
+  run->callback([] { set_exit_code(runner_main()); });
 }
 
 }  // namespace ka::cli

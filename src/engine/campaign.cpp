@@ -1,5 +1,7 @@
-// engine/campaign.cpp — the campaign loop: schedule, propose, build in parallel, judge in order,
-// record, observe, conclude; then write the best solution, the leaderboard and the findings.
+// engine/campaign.cpp — the campaign loop: schedule, propose, build in parallel, judge on the
+// runners (engine/runner.h) as they become free, record each result as it arrives, observe in
+// proposal order, conclude; then check the incumbent on every GPU that measured, and write the
+// best solution, the leaderboard and the findings.
 #include "engine/campaign.h"
 
 #include <spdlog/spdlog.h>
@@ -7,16 +9,18 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <deque>
 #include <fstream>
-#include <future>
+#include <functional>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "agents/agent.h"
 #include "families/family.h"
-#include "oracle/oracle.h"
 #include "store/store.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -30,7 +34,8 @@ using Clock = std::chrono::steady_clock;
 
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-// A tiny fixed-size thread pool for builds.
+// A tiny fixed-size thread pool for builds. Jobs still queued when it is destroyed are dropped
+// (the campaign is stopping on an error).
 class BuildPool {
  public:
   explicit BuildPool(int n) {
@@ -40,19 +45,17 @@ class BuildPool {
     {
       std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
+      jobs_.clear();
     }
     cv_.notify_all();
     for (auto& t : threads_) t.join();
   }
-  std::future<BuildResult> submit(Candidate c, int sm) {
-    auto task = std::make_shared<std::packaged_task<BuildResult()>>([c = std::move(c), sm] { return build_candidate(c, sm); });
-    auto f = task->get_future();
+  void submit(std::function<void()> job) {
     {
       std::lock_guard<std::mutex> l(mu_);
-      jobs_.push_back([task] { (*task)(); });
+      jobs_.push_back(std::move(job));
     }
     cv_.notify_one();
-    return f;
   }
 
  private:
@@ -67,7 +70,7 @@ class BuildPool {
       {
         std::unique_lock<std::mutex> l(mu_);
         cv_.wait(l, [this] { return stop_ || !jobs_.empty(); });
-        if (stop_ && jobs_.empty()) return;
+        if (stop_) return;
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
@@ -106,25 +109,86 @@ Scored score(const std::vector<Measurement>& ms) {
   return s;
 }
 
+// A candidate's own measurements: those of the GPU that measured it first. (The per-GPU check
+// of an incumbent adds measurements on other GPUs; they are not its score.)
+std::vector<Measurement> primary(std::vector<Measurement> ms) {
+  if (ms.empty()) return ms;
+  auto first = std::min_element(ms.begin(), ms.end(),
+                                [](const Measurement& a, const Measurement& b) { return a.id < b.id; });
+  const std::string gpu = first->gpu;
+  ms.erase(std::remove_if(ms.begin(), ms.end(), [&](const Measurement& m) { return m.gpu != gpu; }), ms.end());
+  return ms;
+}
+
+// One proposal in the pipeline (the reorder buffer): observed when it reaches the front.
 struct Slot {
   size_t agent;
   Proposal proposal;
-  Candidate candidate;
-  std::string hash;
-  bool replay = false;  // results already in the store (resume, or another agent's duplicate)
-  std::future<BuildResult> build;
+  std::string name, hash;
+  bool replay = false;     // results already in the store (resume, or another agent's duplicate)
+  int64_t seq = 0;         // measured ones: the candidate's place in the campaign (proposal order)
+  std::shared_ptr<Job> job;  // measured ones: its build and judging
+  bool recorded = false;   // measured ones: its results are in the store
+  std::vector<Measurement> ms;
+};
+
+// The incumbent on each GPU that measured it, and the GPUs that measured other candidates but not
+// it (no runner on them in this run).
+struct PerGpu {
+  std::vector<GpuTiming> gpus;
+  std::vector<std::string> unchecked;
+  double spread = 0;
 };
 
 std::string candidate_hash(const Candidate& c) { return sha256_hex(to_native_json(c).dump()).substr(0, 32); }
 
-void write_outputs(const Problem& p, Store& store, const std::filesystem::path& dir, const std::string& best_hash) {
+PerGpu incumbent_per_gpu(const Store& store, const std::string& problem, const std::string& best_hash) {
+  PerGpu out;
+  if (best_hash.empty()) return out;
+  std::set<std::string> used;
+  for (const auto& m : store.measurements(problem)) used.insert(m.gpu);
+  if (used.size() < 2) return out;
+  std::map<std::string, std::vector<Measurement>> by_gpu;
+  auto ms = store.measurements_of(best_hash);
+  if (ms.empty()) return out;
+  for (const auto& m : ms) by_gpu[m.gpu].push_back(m);
+  const std::string first = primary(ms).front().gpu;
+  auto add = [&](const std::string& gpu) {
+    Scored sc = score(by_gpu[gpu]);
+    GpuTiming t;
+    t.gpu = gpu;
+    t.device = by_gpu[gpu].front().device;
+    t.passed = sc.passed;
+    t.geomean_us = sc.geomean_us;
+    t.check = gpu != first;
+    out.gpus.push_back(t);
+  };
+  add(first);
+  for (const auto& [gpu, v] : by_gpu)
+    if (gpu != first) add(gpu);
+  for (const auto& gpu : used)
+    if (!by_gpu.count(gpu)) out.unchecked.push_back(gpu);
+  double lo = 0, hi = 0;
+  int n = 0;
+  for (const auto& t : out.gpus) {
+    if (!t.passed) continue;
+    lo = n ? std::min(lo, t.geomean_us) : t.geomean_us;
+    hi = n ? std::max(hi, t.geomean_us) : t.geomean_us;
+    ++n;
+  }
+  out.spread = n > 1 && lo > 0 ? (hi - lo) / lo : 0;
+  return out;
+}
+
+void write_outputs(const Problem& p, Store& store, const std::filesystem::path& dir, const std::string& best_hash,
+                   const PerGpu& per_gpu) {
   fs::create_directories(dir);
   struct Row {
     CandidateRecord c;
     Scored s;
   };
   std::vector<Row> rows;
-  for (auto& c : store.candidates(p.def.name)) rows.push_back({c, score(store.measurements_of(c.hash))});
+  for (auto& c : store.candidates(p.def.name)) rows.push_back({c, score(primary(store.measurements_of(c.hash)))});
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (a.s.passed != b.s.passed) return a.s.passed;
     if (a.s.passed) return a.s.geomean_us < b.s.geomean_us;
@@ -138,12 +202,32 @@ void write_outputs(const Problem& p, Store& store, const std::filesystem::path& 
   for (const auto& r : rows) {
     ++rank;
     double sp = r.s.passed && r.s.ref_geomean_us > 0 ? r.s.ref_geomean_us / r.s.geomean_us : 0;
-    lb.push_back({{"rank", rank}, {"candidate", r.c.hash}, {"name", r.c.solution.value("name", "")}, {"agent", r.c.agent},
-                  {"family", r.c.family}, {"knobs", r.c.knobs}, {"passed_workloads", r.s.passed_workloads},
-                  {"workloads", r.s.workloads}, {"geomean_us", r.s.geomean_us}, {"speedup", sp}, {"seq", r.c.seq}});
+    json row = {{"rank", rank}, {"candidate", r.c.hash}, {"name", r.c.solution.value("name", "")}, {"agent", r.c.agent},
+                {"family", r.c.family}, {"knobs", r.c.knobs}, {"passed_workloads", r.s.passed_workloads},
+                {"workloads", r.s.workloads}, {"geomean_us", r.s.geomean_us}, {"speedup", sp}, {"seq", r.c.seq}};
+    if (r.c.hash == best_hash && !per_gpu.gpus.empty()) {
+      row["per_gpu"] = json::array();
+      for (const auto& t : per_gpu.gpus)
+        row["per_gpu"].push_back({{"gpu", t.gpu}, {"device", t.device}, {"passed", t.passed}, {"geomean_us", t.geomean_us},
+                                  {"measured_by", t.check ? "per-GPU check" : "search"}});
+      row["gpu_spread"] = per_gpu.spread;
+      row["unchecked_gpus"] = per_gpu.unchecked;
+    }
+    lb.push_back(std::move(row));
     md += fmt::format("| {} | {} | {} | {} | {} | {}/{} | {} | {} |\n", rank, r.c.solution.value("name", r.c.hash),
                       r.c.agent, r.c.family, r.c.knobs.dump(), r.s.passed_workloads, r.s.workloads,
                       r.s.passed ? fmt::format("{:.3f}", r.s.geomean_us) : "-", sp > 0 ? fmt::format("{:.2f}x", sp) : "-");
+  }
+  if (!per_gpu.gpus.empty()) {
+    md += "\n## The incumbent on each GPU\n\nTimings from different GPUs are comparable only after a per-GPU check of the "
+          "incumbent: noise and drift between cards are measured, not assumed.\n\n| gpu | device | geomean µs | measured by |\n"
+          "| --- | --- | --- | --- |\n";
+    for (const auto& t : per_gpu.gpus)
+      md += fmt::format("| {} | {} | {} | {} |\n", t.gpu, t.device, t.passed ? fmt::format("{:.3f}", t.geomean_us) : "failed",
+                        t.check ? "per-GPU check" : "search");
+    md += fmt::format("\nSpread (max − min) / min: {:.1f}%.\n", 100 * per_gpu.spread);
+    if (!per_gpu.unchecked.empty())
+      md += fmt::format("Not checked (no runner on them in this run): {}.\n", fmt::join(per_gpu.unchecked, ", "));
   }
   write_atomic(dir / "leaderboard.json", lb.dump(1) + "\n");
   write_atomic(dir / "leaderboard.md", md);
@@ -189,10 +273,13 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     spdlog::info("imported {} findings from {}", n, imp.string());
   }
   const int jobs = opt.build_jobs > 0 ? opt.build_jobs : std::max(1u, std::thread::hardware_concurrency());
-  // Proposals run ahead of observations by `depth`: enough to keep the build pool busy, few enough
-  // that agents learn from results (a deep pipeline turns every agent into an explorer).
-  const int depth = opt.depth > 0 ? opt.depth : std::min(jobs, 4);
-  BuildPool pool(jobs);
+  const std::vector<int> gpus = parse_gpus(opt.gpus, opt.target);
+  const int nrun = static_cast<int>(gpus.size());
+  // Proposals run ahead of observations by `depth`: enough to keep the build pool and every runner
+  // busy, few enough that agents learn from results (a deep pipeline turns every agent into an
+  // explorer). The depth decides what agents have seen when they propose, so campaigns with
+  // different numbers of runners give the same proposals only at the same --depth.
+  const int depth = opt.depth > 0 ? opt.depth : std::max(std::min(jobs, 4), nrun > 1 ? 2 * nrun : 1);
   const bool tty = ::isatty(2);
 
   for (const Problem& p : problems) {
@@ -210,15 +297,12 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       out.problems.push_back(po);
       continue;
     }
-    std::vector<const Workload*> wls;
-    for (const auto& w : p.workloads) wls.push_back(&w);
-    Oracle oracle(opt.target == "cuda" ? "cuda" : "cpu");
     EvalOptions eo = opt.eval;
     eo.target = opt.target;
-    JudgeSession session(p, wls, oracle, eo);
-    const std::string device = session.device().value("name", opt.target);
-    const std::string gpu = session.device().value("uuid", "host");
-    const int sm = session.sm();
+    RunnerPool runners(p, eo, gpus);  // before the build pool, whose jobs hand builds to it
+    const std::string device = runners.device(0).value("name", opt.target);
+    const int sm = runners.device(0).value("sm", 0);
+    BuildPool pool(jobs);
 
     std::vector<std::unique_ptr<Agent>> agents;
     std::vector<std::unique_ptr<Store>> agent_store;
@@ -239,7 +323,9 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       known[c.hash] = c;
     }
     std::set<std::string> spent;  // candidates counted against this run's budget
-    std::deque<Slot> q;
+    std::deque<Slot> q;             // the pipeline, in proposal order
+    std::map<int64_t, Slot*> judging;  // measured slots not yet recorded, by job order
+    int64_t next_order = 1;
     std::string best_hash;
     double best = 0, best_ref = 0;
     int measured = 0, replayed = 0;
@@ -301,6 +387,59 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       else if (final || spent.size() % 8 == 0) fmt::print(stderr, "{}\n", line);
     };
 
+    // Records a judged job in one transaction: the candidate (`rec`; none for a per-GPU check of
+    // one already recorded) and a measurement per workload, with its runner's GPU identity.
+    auto record = [&](const std::string& hash, const Job& job, const std::optional<CandidateRecord>& rec) {
+      const size_t r = static_cast<size_t>(job.runner);
+      std::vector<Measurement> ms;
+      store->exec("BEGIN IMMEDIATE");
+      try {
+        if (rec) store->record_candidate(*rec);
+        for (const auto& w : job.workloads) {
+          Measurement m;
+          m.candidate = hash;
+          m.problem = p.def.name;
+          m.workload = w.uuid;
+          m.verdict = w.verdict;
+          m.message = w.message;
+          m.median_us = w.median_us;
+          m.spread = w.spread;
+          m.reference_us = w.reference_us;
+          m.device = runners.device(r).value("name", opt.target);
+          m.gpu = runners.gpu(r);
+          m.extra = {{"build_cached", job.build.cached}, {"attempts", w.attempts}, {"runner", r}};
+          if (!rec) m.extra["check"] = "incumbent";
+          m.id = store->record_measurement(m);
+          ms.push_back(m);
+        }
+        store->exec("COMMIT");
+      } catch (...) {
+        store->exec("ROLLBACK");
+        throw;
+      }
+      if (rec) out.build_s += job.build.seconds;
+      out.measure_s += job.seconds;
+      return ms;
+    };
+
+    // A judged search candidate: recorded at once, observed when it reaches the pipeline's front.
+    auto record_search = [&](const Job& job) {
+      Slot& s = *judging.at(job.order);
+      judging.erase(job.order);
+      CandidateRecord rec;
+      rec.hash = s.hash;
+      rec.problem = p.def.name;
+      rec.family = s.proposal.family;
+      rec.knobs = json(s.proposal.knobs);
+      rec.agent = agents[s.agent]->name();
+      rec.seq = s.seq;
+      rec.solution = to_native_json(job.candidate);
+      s.ms = record(s.hash, job, rec);
+      s.recorded = true;
+      known[s.hash] = rec;
+      ++measured;
+    };
+
     for (;;) {
       // Fill the pipeline: proposal i waits only for the observations of candidates ≤ i − depth.
       while (static_cast<int>(q.size()) < depth && static_cast<int>(spent.size()) < opt.budget) {
@@ -321,69 +460,51 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         Slot s;
         s.agent = static_cast<size_t>(a);
         s.proposal = *prop;
-        s.candidate = fit->second->instantiate(prop->knobs, p);
-        s.candidate.definition = p.def.name;
-        s.candidate.author = agents[s.agent]->name();
-        s.hash = candidate_hash(s.candidate);
+        Candidate c = fit->second->instantiate(prop->knobs, p);
+        c.definition = p.def.name;
+        c.author = agents[s.agent]->name();
+        s.name = c.name;
+        s.hash = candidate_hash(c);
         ++used[s.agent];
         bool in_flight = false;
         for (const auto& o : q) in_flight |= o.hash == s.hash;
         if (known.count(s.hash) || in_flight) {
           s.replay = true;
         } else {
-          s.build = pool.submit(s.candidate, sm);
+          s.seq = next_seq++;
+          s.job = std::make_shared<Job>();
+          s.job->order = next_order++;
+          s.job->candidate = std::move(c);
         }
         if (!spent.count(s.hash)) spent.insert(s.hash);
         q.push_back(std::move(s));
+        if (auto job = q.back().job) {
+          judging[job->order] = &q.back();  // deque: push_back and pop_front keep references valid
+          pool.submit([job, sm, &runners] {
+            try {
+              job->build = build_candidate(job->candidate, sm);
+              runners.submit(job);
+            } catch (const UserError& e) {
+              runners.fail(e.what(), true);
+            } catch (const std::exception& e) {
+              runners.fail(fmt::format("building {}: {}", job->candidate.name, e.what()), false);
+            }
+          });
+        }
       }
       if (q.empty()) break;
+      // Record results as they arrive (any order); observe only the front of the pipeline.
+      while (!q.front().replay && !q.front().recorded)
+        for (const auto& job : runners.wait_judged()) record_search(*job);
       Slot s = std::move(q.front());
       q.pop_front();
       std::vector<Measurement> ms;
       replaying = s.replay;
       if (s.replay) {
-        ms = store->measurements_of(s.hash);
+        ms = primary(store->measurements_of(s.hash));
         ++replayed;
       } else {
-        BuildResult b = s.build.get();
-        out.build_s += b.seconds;
-        auto m0 = Clock::now();
-        CandidateEval ev = session.judge(s.candidate, b);
-        out.measure_s += secs(m0, Clock::now());
-        CandidateRecord rec;
-        rec.hash = s.hash;
-        rec.problem = p.def.name;
-        rec.family = s.proposal.family;
-        rec.knobs = json(s.proposal.knobs);
-        rec.agent = agents[s.agent]->name();
-        rec.seq = next_seq++;
-        rec.solution = to_native_json(s.candidate);
-        store->exec("BEGIN IMMEDIATE");
-        try {
-          store->record_candidate(rec);
-          for (const auto& w : ev.workloads) {
-            Measurement m;
-            m.candidate = s.hash;
-            m.problem = p.def.name;
-            m.workload = w.uuid;
-            m.verdict = std::string(verdict_name(w.verdict));
-            m.message = w.message;
-            m.median_us = w.timing ? w.timing->median_us : 0;
-            m.spread = w.timing ? w.timing->spread : 0;
-            m.reference_us = w.reference_us.value_or(0);
-            m.device = device;
-            m.gpu = gpu;
-            m.extra = {{"build_cached", b.cached}, {"attempts", w.timing ? w.timing->attempts : 0}};
-            m.id = store->record_measurement(m);
-            ms.push_back(m);
-          }
-          store->exec("COMMIT");
-        } catch (...) {
-          store->exec("ROLLBACK");
-          throw;
-        }
-        known[s.hash] = rec;
-        ++measured;
+        ms = std::move(s.ms);
       }
       Scored sc = score(ms);
       Observation o;
@@ -398,7 +519,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         if (a == s.agent || opt.sharing == "full") agents[a]->observe(o);
       if (sc.passed && (best == 0 || sc.geomean_us < best)) {
         if (best > 0)
-          move_share(s.agent, 1.5, fmt::format("{} improved the incumbent from {:.3f} to {:.3f} us", s.candidate.name, best,
+          move_share(s.agent, 1.5, fmt::format("{} improved the incumbent from {:.3f} to {:.3f} us", s.name, best,
                                                sc.geomean_us));
         best = sc.geomean_us;
         best_ref = sc.ref_geomean_us;
@@ -423,6 +544,39 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       progress(false);
     }
     progress(true);
+
+    // Timings from different GPUs are comparable only after a per-GPU check of the incumbent:
+    // when this problem's candidates were measured on several GPUs, the incumbent is measured on
+    // each of them that has a runner here and has not measured it yet.
+    if (!best_hash.empty()) {
+      std::set<std::string> used_gpus, have;
+      for (const auto& m : store->measurements(p.def.name)) used_gpus.insert(m.gpu);
+      for (const auto& m : store->measurements_of(best_hash)) have.insert(m.gpu);
+      if (used_gpus.size() > 1) {
+        Candidate inc = parse_solution_json(known[best_hash].solution, "campaign store");
+        BuildResult b = build_candidate(inc, sm);
+        int pending = 0;
+        for (size_t r = 0; r < runners.size(); ++r) {
+          if (!used_gpus.count(runners.gpu(r)) || !have.insert(runners.gpu(r)).second) continue;
+          auto job = std::make_shared<Job>();
+          job->order = next_order++;
+          job->pin = static_cast<int>(r);
+          job->candidate = inc;
+          job->build = b;
+          runners.submit(job);
+          ++pending;
+        }
+        while (pending > 0)
+          for (const auto& job : runners.wait_judged()) {
+            record(best_hash, *job, std::nullopt);
+            ++po.checks;
+            --pending;
+          }
+      }
+    }
+    PerGpu per_gpu = incumbent_per_gpu(*store, p.def.name, best_hash);
+    po.per_gpu = per_gpu.gpus;
+    po.gpu_spread = per_gpu.spread;
     po.candidates = static_cast<int>(spent.size());
     po.measured_now = measured;
     po.replayed = replayed;
@@ -431,8 +585,17 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     po.reference_geomean_us = best_ref;
     if (!best_hash.empty()) po.best_name = known[best_hash].solution.value("name", best_hash);
     po.best_dir = opt.out / p.def.name;
-    write_outputs(p, *store, po.best_dir, best_hash);
+    write_outputs(p, *store, po.best_dir, best_hash, per_gpu);
     out.measured += measured;
+    out.checks += po.checks;
+    for (const auto& rs : runners.stats()) {
+      if (out.runners.size() <= static_cast<size_t>(rs.index)) out.runners.push_back(rs);
+      else {
+        out.runners[rs.index].judged += rs.judged;
+        out.runners[rs.index].restarts += rs.restarts;
+        out.runners[rs.index].busy_s += rs.busy_s;
+      }
+    }
     out.problems.push_back(po);
   }
   out.wall_s = secs(t0, Clock::now());

@@ -1,10 +1,13 @@
 // engine/campaign.h — a campaign: agents search kernel families for each problem under a fixed
 // candidate budget. The engine owns the flow: agents propose (scheduled by budget shares that move
 // toward agents whose candidates improve the incumbent), a build pool compiles on every core
-// (content-cached), one measurement runner per GPU judges in order, and every result goes into the
-// campaign's store before an agent sees it. Proposal i is made after the observations of
-// candidates 1 … i−depth, whatever the timing, so a campaign is deterministic for its seed and
-// can be resumed from its store: a re-run replays stored results instead of measuring again.
+// (content-cached), measurement runners (one per GPU, engine/runner.h) judge built candidates as
+// they become free, and every result goes into the campaign's store before an agent sees it.
+// Results are observed in proposal order (a reorder buffer), and proposal i is made after the
+// observations of candidates 1 … i−depth, whatever the timing and the number of runners, so a
+// campaign is deterministic for its seed and depth and can be resumed from its store: a re-run
+// replays stored results instead of measuring again. When candidates were measured on several
+// GPUs, the incumbent is measured again on each of them and the spread is reported.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -12,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/runner.h"
 #include "judge/evaluator.h"
 
 namespace ka {
@@ -27,14 +31,27 @@ struct CampaignOptions {
   std::filesystem::path families;          // default: the shipped families/
   std::vector<std::filesystem::path> import_findings;  // earlier campaigns' stores
   int build_jobs = 0;                      // 0: every core
-  int depth = 0;                           // proposals ahead of observations; 0: min(build_jobs, 4)
+  int depth = 0;                           // proposals ahead of observations; 0: min(build_jobs, 4),
+                                           // and at least 2 per runner when there are several
+  std::string gpus;                        // --gpus: "" (one runner), "all", or "0,1,..." (runner.h)
   bool progress = true;
   EvalOptions eval;
+};
+
+// The incumbent's timing on one GPU (the per-GPU check).
+struct GpuTiming {
+  std::string gpu, device;
+  bool passed = false;
+  double geomean_us = 0;
+  bool check = false;  // measured by the per-GPU check, not during the search
 };
 
 struct ProblemOutcome {
   std::string problem;
   int candidates = 0, measured_now = 0, replayed = 0;
+  int checks = 0;                          // per-GPU re-measurements of the incumbent made now
+  std::vector<GpuTiming> per_gpu;          // the incumbent per GPU, when several GPUs measured
+  double gpu_spread = 0;                   // (max − min) / min of per_gpu's passed geomeans
   bool solved = false;                     // a candidate passed every workload
   std::string best_name;
   double best_geomean_us = 0, reference_geomean_us = 0;
@@ -43,8 +60,9 @@ struct ProblemOutcome {
 
 struct CampaignOutcome {
   std::vector<ProblemOutcome> problems;
-  double wall_s = 0, measure_s = 0, build_s = 0;
-  int measured = 0;
+  double wall_s = 0, measure_s = 0, build_s = 0;  // measure_s: summed over runners
+  int measured = 0, checks = 0;
+  std::vector<RunnerStats> runners;       // per runner, summed over problems
   double candidates_per_minute() const { return wall_s > 0 ? measured * 60.0 / wall_s : 0; }
 };
 
