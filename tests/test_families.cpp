@@ -443,5 +443,73 @@ TEST(FamiliesDev, CudaFamilyCompilesWithNvcc) {
   EXPECT_TRUE(r.ok()) << r.output;
 }
 
+// --- gemm_hopper_cuda (families/gemm_hopper_cuda) ------------------------------------------------
+
+const std::vector<std::string> kGemmProblems{"004_gemm_n128_k2048", "005_gemm_n256_k7168", "006_gemm_n2048_k4096",
+                                             "007_gemm_n4096_k4096", "009_gemm_n5120_k2048", "011_gemm_n28672_k4096"};
+
+// The family applies to the six fp16 GEMM problems (and a bf16 copy of one), not to RMSNorm; its
+// space is the same size on every problem of the same K; instantiation takes no problem defines (N
+// and K are read from the arguments), so one build serves every GEMM problem.
+TEST(FamiliesDev, GemmHopperSpaces) {
+  if (!fs::exists(dev_problem(kGemmProblems[0]))) GTEST_SKIP() << "no dev problems";
+  const Family& f = shipped("gemm_hopper_cuda");
+  std::string first_source;
+  for (const auto& name : kGemmProblems) {
+    Problem p = load_problem(dev_problem(name));
+    EXPECT_TRUE(f.applies_to(p)) << name;
+    Problem q = p;
+    for (auto& t : q.def.inputs) t.dtype = DType::bf16;
+    EXPECT_TRUE(f.applies_to(q)) << name << " in bf16";
+    const std::vector<Knobs> space = f.space(p);
+    EXPECT_EQ(space.size(), *const_axis_value(p.def, "K") == 2048 ? 1620u : 1944u) << name;
+    for (const auto& k : space) EXPECT_TRUE(f.valid(k, p));
+    EXPECT_TRUE(f.problem_defines(p).empty());
+    const Knobs k{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 8}, {"RASTER", 1}, {"SMALLN", 64}};
+    ASSERT_TRUE(f.valid(k, p)) << name;
+    const std::string src = f.instantiate(k, p).sources[0].content;
+    if (first_source.empty()) first_source = src;
+    EXPECT_EQ(src, first_source) << name;  // the same build for every problem
+    // Too deep a ring for the shared memory, and a split finer than 2 k-tiles, are refused.
+    Knobs deep = k;
+    deep["STAGES"] = 5;
+    EXPECT_FALSE(f.valid(deep, p)) << name;
+  }
+  Problem p = load_problem(dev_problem("004_gemm_n128_k2048"));
+  EXPECT_FALSE(f.valid({{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 32}, {"RASTER", 0}, {"SMALLN", 0}}, p));
+  if (fs::exists(dev_problem("021_rmsnorm_h128"))) EXPECT_FALSE(f.applies_to(load_problem(dev_problem("021_rmsnorm_h128"))));
+}
+
+// Two points of the GEMM family (the largest tile with every small-M width, and the smallest tile
+// with the deepest ring and no small-M path) compile with the judge's nvcc flags for sm_90a, and
+// one point compiles for sm_80 (the mma.sync path). Skipped without nvcc.
+TEST(FamiliesDev, GemmHopperCompilesWithNvcc) {
+  LOAD_DEV(p, "005_gemm_n256_k7168");
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
+  const Family& f = shipped("gemm_hopper_cuda");
+  const std::vector<std::pair<Knobs, std::string>> cases{
+      {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 16}, {"RASTER", 1}, {"SMALLN", 256}},
+       "-gencode=arch=compute_90a,code=sm_90a"},
+      {{{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 6}, {"SPLITK", 1}, {"RASTER", 0}, {"SMALLN", 0}},
+       "-gencode=arch=compute_90a,code=sm_90a"},
+      {{{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 4}, {"RASTER", 0}, {"SMALLN", 64}},
+       "-gencode=arch=compute_80,code=sm_80"},
+  };
+  for (const auto& [k, arch] : cases) {
+    Candidate c = f.instantiate(k, p);
+    TempDir t;
+    write_atomic(t.path / c.entry_file, c.sources[0].content);
+    write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
+    RunResult r = run_command({nvcc.string(), arch, "-O3", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                               "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr",
+                               "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-I" + t.path.string(),
+                               "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
+                               (t.path / "tramp.cu").string()},
+                              std::chrono::minutes(5));
+    EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace ka
