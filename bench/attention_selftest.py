@@ -1,0 +1,542 @@
+#!/usr/bin/env python3
+"""Self-test of the paged-decode attention families (families/gqa_decode_cuda, families/mla_decode_cuda)
+outside KernelArc's judge: builds family points, calls them through the native ABI (ctypes, the
+`kernelarc_entry` symbol that KA_ENTRY exports) on torch tensors, compares with the definition's own
+reference code by SOL-ExecBench's rule, and (cuda mode) times them.
+
+  --mode emu   (no GPU needed) builds each point with g++ against the CPU emulator
+               families/gqa_decode_cuda/emu/ka_emu.h (threads as fibers, warp collectives for
+               ldmatrix / mma.sync / shuffles, cp.async with poisoned destinations) and runs small
+               synthetic cases built to hit the corner cases: empty sequences (alone, first, last, at
+               chunk boundaries), one-token sequences, many sequences per chunk, sequences cut by
+               chunk boundaries, kv_indptr[0] > 0, a KV range of zero tokens, permuted page ids.
+  --mode compile  builds every valid point (or --points) with nvcc for sm_90a (-Xptxas -v) on this
+               machine, no GPU needed, and reports the count, failures, seconds, registers and spills.
+  --mode cuda  builds each point with nvcc (sm_90a on Hopper) and runs (a) the same synthetic cases
+               and (b) the problem's real workloads (kv_indptr/kv_indices from the blobs, random
+               q/k/v as SOL-ExecBench draws them), reporting correctness, median time over
+               L2-flushed calls (CUDA events) and the effective KV bandwidth (each KV byte once).
+
+Points: --points default (one representative per structural knob combination and per split mode),
+--points all (every valid point), or explicit --knobs NAME=V,NAME=V (repeatable).
+Exit status 0 when every check passed. One JSON line per (point, case) goes to --jsonl when given.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+EMU_HEADER = os.path.join(ROOT, "families", "gqa_decode_cuda", "emu", "ka_emu.h")
+FAMILIES = {
+    "gqa": ("gqa_decode_cuda", "012_gqa_paged_decode_h32_kv4_d128_ps1"),
+    "mla": ("mla_decode_cuda", "018_mla_paged_decode_h16_ckv512_kpe64_ps1"),
+}
+DTYPE_CODE = {torch.float64: 0, torch.float32: 1, torch.float16: 2, torch.bfloat16: 3, torch.int64: 8, torch.int32: 9}
+
+
+class TensorArg(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * 8), ("strides", ctypes.c_int64 * 8)]
+
+
+def find_problem(name):
+    for base in (os.path.join(ROOT, ".data", "problems"), os.path.join(ROOT, "..", "shared", "problems")):
+        p = os.path.join(base, "sol-execbench", "FlashInfer-Bench", name)
+        if os.path.isfile(os.path.join(p, "definition.json")):
+            return os.path.abspath(p)
+    raise SystemExit(f"problem {name} not found under .data/problems or ../shared/problems")
+
+
+# ── family points ──────────────────────────────────────────────────────────────────────────────
+def load_family(fam):
+    d = os.path.join(ROOT, "families", fam)
+    j = json.load(open(os.path.join(d, "family.json")))
+    j["dir"] = d
+    j["text"] = open(os.path.join(d, j["source"])).read()
+    return j
+
+
+def const_axes(defn):
+    return {k: v["value"] for k, v in defn["axes"].items() if v["type"] == "const"}
+
+
+def valid_points(fam, defn):
+    axes = const_axes(defn)
+    names = list(fam["knobs"])
+    out = []
+    for vals in itertools.product(*(fam["knobs"][n] for n in names)):
+        env = dict(axes)
+        env.update(zip(names, vals))
+        ok = True
+        for c in fam.get("constraints", []):
+            try:
+                if not eval(c, {"__builtins__": {}}, env):
+                    ok = False
+                    break
+            except ZeroDivisionError:
+                ok = False
+                break
+        if ok:
+            out.append(dict(zip(names, vals)))
+    return out
+
+
+def problem_defines(fam, defn):
+    out = {}
+    axes = const_axes(defn)
+    for name, spec in fam.get("defines", {}).items():
+        kind, _, body = spec.partition(":")
+        if kind == "axis":
+            out[name] = axes[body]
+        elif kind == "has_input":
+            out[name] = 1 if body in defn["inputs"] else 0
+        else:
+            rx, _, dflt = body.rpartition("|")
+            m = re.search(rx, defn["reference"])
+            out[name] = m.group(1) if m else dflt
+    return out
+
+
+def default_points(fam, defn, pts, extra=6, seed=7):
+    """Per combination of the knobs that shape the device code (WARPS, TILE, STAGES): one split-KV
+    point (smallest split, fused merge) and one no-split point; plus `extra` seeded random points."""
+    import random
+    structural = [k for k in fam["knobs"] if k in ("WARPS", "TILE", "STAGES")]
+    chosen = []
+    keys = []
+    for p in pts:
+        key = tuple(p[k] for k in structural)
+        if key not in keys:
+            keys.append(key)
+    for key in keys:
+        same = [p for p in pts if tuple(p[k] for k in structural) == key]
+        split = sorted((p for p in same if p["SPLIT_TOKENS"] > 0),
+                       key=lambda p: (p["SPLIT_TOKENS"], -p["FUSED_MERGE"], p["WAVES"], p["NO_SPLIT_BELOW"]))
+        nosplit = [p for p in same if p["SPLIT_TOKENS"] == 0]
+        chosen += split[:1] + nosplit[:1]
+    rest = [p for p in pts if p not in chosen]
+    random.Random(seed).shuffle(rest)
+    return chosen + rest[:extra]
+
+
+def point_source(fam, defn, knobs):
+    lines = [f"// generated by attention_selftest from family {fam['name']}"]
+    for n, v in sorted(problem_defines(fam, defn).items()):
+        lines.append(f"#define KA_{n} {v}")
+    for n in fam["knobs"]:
+        lines.append(f"#define KA_{n} {knobs[n]}")
+    return "\n".join(lines) + "\n\n" + fam["text"] + "\nKA_ENTRY(run)\n"
+
+
+def knobs_str(k):
+    return "_".join(f"{n}{k[n]}" for n in sorted(k))
+
+
+def build(fam, defn, knobs, mode, workdir, arch, verbose_ptxas=False):
+    src = point_source(fam, defn, knobs)
+    h = hashlib.sha256((mode + arch + src + open(EMU_HEADER).read()).encode()).hexdigest()[:16]
+    so = os.path.join(workdir, f"{fam['name']}_{knobs_str(knobs)}_{mode}_{h}.so")
+    if os.path.exists(so) and not verbose_ptxas:
+        return so, 0.0
+    cu = so[:-3] + (".cu" if mode == "cuda" else ".cpp")
+    open(cu, "w").write(src)
+    inc = os.path.join(ROOT, "include")
+    if mode == "emu":
+        cmd = ["g++", "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-fno-gnu-unique", f"-I{inc}", f'-DKA_EMULATE="{EMU_HEADER}"',
+               "-o", so, cu]
+    else:
+        nvcc = os.environ.get("KERNELARC_NVCC") or (shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+        cmd = [nvcc, "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", f"-gencode=arch=compute_{arch},code=sm_{arch}",
+               "-O3", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+               "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", f"-I{inc}", "-o", so, cu]
+        if verbose_ptxas:
+            cmd[1:1] = ["-Xptxas", "-v"]
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"build failed ({' '.join(cmd)}):\n{r.stdout}\n{r.stderr}")
+    if verbose_ptxas:
+        return so, time.time() - t0, r.stdout + r.stderr
+    return so, time.time() - t0
+
+
+def compile_all(fam, defn, pts, workdir, jobs):
+    """nvcc every point for sm_90a; returns rows with seconds, registers and spill bytes per kernel."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(k):
+        try:
+            _, sec, log = build(fam, defn, k, "cuda", workdir, "90a", verbose_ptxas=True)
+        except RuntimeError as e:
+            return {"knobs": knobs_str(k), "ok": False, "error": str(e)[-800:]}
+        regs = [int(x) for x in re.findall(r"Used (\d+) registers", log)]
+        spill = sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", log))
+        stack = max([int(x) for x in re.findall(r"(\d+) bytes stack frame", log)] or [0])
+        return {"knobs": knobs_str(k), "ok": True, "seconds": round(sec, 1), "regs": regs, "spill_bytes": spill,
+                "stack_bytes": stack}
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        return list(ex.map(one, pts))
+
+
+# ── inputs, reference, comparison ──────────────────────────────────────────────────────────────
+def make_inputs(defn, axes_extra, indptr, indices, num_pages, device, gen, scale):
+    axes = const_axes(defn)
+    B = len(indptr) - 1
+    axes.update({"batch_size": B, "num_pages": num_pages, "len_indptr": B + 1, "num_kv_indices": len(indices)})
+    axes.update(axes_extra)
+    vals = {}
+    for name, t in defn["inputs"].items():
+        if t["shape"] is None:
+            vals[name] = scale
+            continue
+        shape = [axes[s] for s in t["shape"]]
+        if name == "kv_indptr":
+            vals[name] = torch.tensor(indptr, dtype=torch.int32, device=device)
+        elif name == "kv_indices":
+            vals[name] = torch.tensor(indices, dtype=torch.int32, device=device).reshape(shape)
+        else:
+            vals[name] = torch.randn(shape, dtype=torch.bfloat16, generator=gen, device=device)
+    outs = {}
+    for name, t in defn["outputs"].items():
+        shape = [axes[s] for s in t["shape"]]
+        dt = getattr(torch, t["dtype"])
+        outs[name] = torch.full(shape, float("nan"), dtype=dt, device=device)
+    return vals, outs
+
+
+def reference_fn(defn):
+    ns = {}
+    exec(compile(defn["reference"], "<reference>", "exec"), ns)
+    return ns["run"]
+
+
+def compare(out, ref, atol=1e-2, rtol=1e-2, ratio=0.99, allow_neg_inf=True):
+    x, y = out.float().flatten().cpu(), ref.float().flatten().cpu()
+    both = (x == -math.inf) & (y == -math.inf) if allow_neg_inf else torch.zeros_like(x, dtype=torch.bool)
+    bad_x = ~torch.isfinite(x) & ~both
+    bad_y = ~torch.isfinite(y) & ~both
+    info = {"nan": int(torch.isnan(x).sum()), "nonfinite_mismatch": int(bad_x.sum() + bad_y.sum())}
+    if bad_x.any() or bad_y.any():
+        info.update(ok=False, max_abs=float("inf"), fails=int(bad_x.sum()))
+        return info
+    keep = ~both
+    x, y = x[keep], y[keep]
+    if x.numel() == 0:
+        info.update(ok=True, max_abs=0.0, fails=0)
+        return info
+    if float(y.norm()) > 0 and float(x.norm()) == 0:
+        info.update(ok=False, max_abs=float(y.norm()), fails=x.numel())
+        return info
+    e = (x - y).abs()
+    fails = int((e > atol + rtol * y.abs()).sum())
+    info.update(ok=(1 - fails / x.numel()) >= ratio, max_abs=float(e.max()), fails=fails, numel=x.numel())
+    return info
+
+
+def call(lib, defn, vals, outs):
+    args = []
+    keep = []
+    for name, t in list(defn["inputs"].items()) + list(defn["outputs"].items()):
+        a = TensorArg()
+        v = vals[name] if name in vals else outs[name]
+        if t["shape"] is None:
+            buf = ctypes.c_float(float(v)) if t["dtype"].startswith("float") else ctypes.c_int64(int(v))
+            keep.append(buf)
+            a.data = ctypes.addressof(buf)
+            a.dtype = 1 if t["dtype"].startswith("float") else 8
+            a.ndim = -1
+        else:
+            a.data = v.data_ptr() if v.numel() > 0 else None
+            a.dtype = DTYPE_CODE[v.dtype]
+            a.ndim = v.dim()
+            for i in range(v.dim()):
+                a.shape[i] = v.shape[i]
+                a.strides[i] = v.stride(i)
+        args.append(a)
+    arr = (TensorArg * len(args))(*args)
+    rc = lib.kernelarc_entry(arr, len(args))
+    if rc != 0:
+        raise RuntimeError(f"kernelarc_entry returned {rc}")
+
+
+_REF_CACHE = {}
+
+
+def run_case(lib, defn, ref, case, device, seed):
+    gen = torch.Generator(device=device).manual_seed(seed)
+    vals, outs = make_inputs(defn, {}, case["indptr"], case["indices"], case["num_pages"], device, gen, case["scale"])
+    before = {k: v.clone() for k, v in vals.items() if torch.is_tensor(v)}
+    call(lib, defn, vals, outs)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    key = (defn["name"], case["name"], seed)
+    if key not in _REF_CACHE:  # the same inputs for every point (seeded), so one reference run
+        r = ref(*[vals[n] for n in defn["inputs"]])
+        if isinstance(r, dict):
+            r = [r[n] for n in defn["outputs"]]
+        _REF_CACHE[key] = [t.clone() for t in r]
+    r = _REF_CACHE[key]
+    res = {}
+    ok = True
+    for (name, _), rv in zip(defn["outputs"].items(), r):
+        c = compare(outs[name], rv)
+        res[name] = c
+        ok &= c["ok"]
+        # a stricter look: every element within tolerance, empty sequences exact
+        if c.get("fails", 0):
+            res[name]["strict"] = False
+    for k, v in before.items():
+        if not torch.equal(v, vals[k]):
+            ok = False
+            res["input_written"] = k
+    return ok, res, vals, outs
+
+
+def synthetic_cases(fam_key, rng):
+    """(name, lengths, extra) with lengths per sequence; pages drawn as a random injection into a
+    larger page pool."""
+    cases = [
+        ("one_seq_7", [7]),
+        ("one_seq_1", [1]),
+        ("empty_only", [0]),
+        ("all_empty_3", [0, 0, 0]),
+        ("mixed_small", [0, 5, 33, 0, 1, 17]),
+        ("empties_at_edges", [0, 64, 0, 0, 128, 0, 63, 65, 0]),
+        ("long_and_short", [700, 1, 2, 3, 300, 0, 129]),
+        ("many_short", [1, 2, 3, 1, 0, 2, 1, 4, 1, 1, 0, 3, 2, 1, 5, 1]),
+        ("skewed_16", [rng.randint(1, 40) for _ in range(15)] + [900]),
+        ("one_long", [1500]),
+        ("aligned", [128, 128, 256, 64, 64, 1, 63, 0, 512, 0]),
+        ("span_many", [0, 3000, 0]),
+    ]
+    out = []
+    for name, lens in cases:
+        out.append({"name": name, "lens": lens, "lead": 0})
+    out.append({"name": "indptr0_gt_0", "lens": [9, 0, 40], "lead": 5})
+    return out
+
+
+def materialise(case, rng, scale):
+    lens, lead = case["lens"], case.get("lead", 0)
+    indptr = [lead]
+    for L in lens:
+        indptr.append(indptr[-1] + L)
+    n = indptr[-1]
+    num_pages = max(1, n + 3 + rng.randint(0, 50))
+    perm = list(range(num_pages))
+    rng.shuffle(perm)
+    indices = perm[:n]
+    return {"name": case["name"], "indptr": indptr, "indices": indices, "num_pages": num_pages, "scale": scale}
+
+
+def workload_cases(prob, defn, limit_names=None):
+    from_blob = []
+    for line in open(os.path.join(prob, "workload.jsonl")):
+        w = json.loads(line)
+        blob = os.path.join(prob, w["inputs"]["kv_indptr"]["path"])
+        t = load_safetensors_int32(blob)
+        scale = w["inputs"]["sm_scale"]["value"]
+        from_blob.append({"name": w["uuid"][:8], "indptr": t["kv_indptr"], "indices": t["kv_indices"],
+                          "num_pages": w["axes"]["num_pages"], "scale": scale, "axes": w["axes"]})
+    return from_blob
+
+
+def load_safetensors_int32(path):
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for k, v in header.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        assert v["dtype"] == "I32"
+        out[k] = list(struct.unpack(f"<{(b - a) // 4}i", data[a:b]))
+    return out
+
+
+def kv_bytes(fam_key, case):
+    n = case["indptr"][-1] - case["indptr"][0]
+    if fam_key == "gqa":
+        return n * 4 * 128 * 2 * 2
+    return n * (512 + 64) * 2
+
+
+_FLUSH = []
+
+
+def time_call(lib, defn, vals, outs, iters=30):
+    """Median µs of `iters` calls (after 5 warm-up ones), each after zeroing a buffer of twice the L2
+    size (as the judge flushes), measured with CUDA events around the call."""
+    if not _FLUSH:
+        _FLUSH.append(torch.empty(int(torch.cuda.get_device_properties(0).L2_cache_size) * 2, dtype=torch.int8,
+                                  device="cuda"))
+    flush = _FLUSH[0]
+    ts = []
+    for i in range(iters + 5):
+        flush.zero_()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        call(lib, defn, vals, outs)
+        b.record()
+        b.synchronize()
+        if i >= 5:
+            ts.append(a.elapsed_time(b) * 1000)
+    return statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["emu", "cuda", "compile"], required=True)
+    ap.add_argument("--family", choices=["gqa", "mla", "both"], default="both")
+    ap.add_argument("--points", default="default", help="default | all | first")
+    ap.add_argument("--knobs", action="append", default=[], help="NAME=V,NAME=V (repeatable); overrides --points")
+    ap.add_argument("--cases", default="synthetic", help="synthetic | workloads | both (workloads: cuda only)")
+    ap.add_argument("--only", default="", help="comma list of case names to run")
+    ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ka_attn_selftest"))
+    ap.add_argument("--jsonl", default="")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sms", default="3,8", help="emu: SM counts to emulate (comma list)")
+    ap.add_argument("--time", action="store_true", help="cuda: time the workloads")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    args = ap.parse_args()
+
+    import random
+    os.makedirs(args.workdir, exist_ok=True)
+    device = "cuda" if args.mode == "cuda" else "cpu"
+    arch = "90a"
+    if args.mode == "cuda":
+        major, minor = torch.cuda.get_device_capability(0)
+        arch = f"{major}{minor}" + ("a" if major >= 9 else "")
+    log = open(args.jsonl, "a") if args.jsonl else None
+    fams = ["gqa", "mla"] if args.family == "both" else [args.family]
+    failures = 0
+    rows = []
+    for fk in fams:
+        fname, pname = FAMILIES[fk]
+        if not os.path.isdir(os.path.join(ROOT, "families", fname)):
+            print(f"[skip] family {fname} missing")
+            continue
+        fam = load_family(fname)
+        prob = find_problem(pname)
+        defn = json.load(open(os.path.join(prob, "definition.json")))
+        ref = reference_fn(defn)
+        pts = valid_points(fam, defn)
+        if args.knobs:
+            sel = []
+            for ks in args.knobs:
+                k = dict(pts[0])
+                for kv in ks.split(","):
+                    n, v = kv.split("=")
+                    k[n] = int(v)
+                if k not in pts:
+                    raise SystemExit(f"{fname}: {k} is not a valid point")
+                sel.append(k)
+            pts = sel
+        elif args.points == "default":
+            pts = default_points(fam, defn, pts)
+        elif args.points == "first":
+            pts = pts[:1]
+        print(f"== {fname} on {pname}: {len(pts)} point(s), mode {args.mode}", flush=True)
+        if args.mode == "compile":
+            t0 = time.time()
+            res = compile_all(fam, defn, pts, args.workdir, args.jobs)
+            wall = time.time() - t0
+            bad = [r for r in res if not r["ok"]]
+            spills = [r for r in res if r["ok"] and (r["spill_bytes"] or r["stack_bytes"])]
+            regs = [max(r["regs"]) for r in res if r["ok"] and r["regs"]]
+            for r in res:
+                if log:
+                    log.write(json.dumps({"family": fname, **r}) + "\n")
+                if not r["ok"] or r["spill_bytes"] or r["stack_bytes"]:
+                    print(f"  {'FAIL' if not r['ok'] else 'SPILL'} {r['knobs']}: {r.get('error', r)}")
+            print(f"  {len(res)} points, {len(res) - len(bad)} compiled for sm_90a, {len(bad)} failed, "
+                  f"{len(spills)} with spills/stack; registers {min(regs or [0])}..{max(regs or [0])}; "
+                  f"{wall:.0f} s wall with {args.jobs} jobs ({sum(r.get('seconds', 0) for r in res):.0f} s of nvcc)")
+            failures += len(bad) + len(spills)
+            rows += res
+            continue
+        # Build in parallel.
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+            builds = list(ex.map(lambda k: build(fam, defn, k, args.mode, args.workdir, arch), pts))
+        rng = random.Random(args.seed)
+        cases = []
+        if args.cases in ("synthetic", "both"):
+            scale = next((json.loads(l)["inputs"]["sm_scale"]["value"] for l in open(os.path.join(prob, "workload.jsonl"))), 0.1)
+            cases += [materialise(c, rng, scale) for c in synthetic_cases(fk, rng)]
+        if args.cases in ("workloads", "both"):
+            cases += workload_cases(prob, defn)  # (emu: select small ones with --only)
+        if args.only:
+            names = set(args.only.split(","))
+            cases = [c for c in cases if c["name"] in names]
+        sms_list = [int(s) for s in args.sms.split(",")] if args.mode == "emu" else [0]
+        for knobs, (so, bt) in zip(pts, builds):
+            lib = ctypes.CDLL(so)
+            lib.kernelarc_entry.argtypes = [ctypes.POINTER(TensorArg), ctypes.c_int]
+            lib.kernelarc_entry.restype = ctypes.c_int
+            for sms in sms_list:
+                if args.mode == "emu":
+                    # The emulator reads these at each launch (SM count, occupancy); a new value
+                    # needs a fresh library (the family caches them), so copy the .so per setting.
+                    so2 = so[:-3] + f"_sms{sms}.so"
+                    if not os.path.exists(so2):
+                        shutil.copy(so, so2)
+                    os.environ["KA_EMU_SMS"] = str(sms)
+                    os.environ["KA_EMU_OCC"] = "2"
+                    lib = ctypes.CDLL(so2)
+                    lib.kernelarc_entry.argtypes = [ctypes.POINTER(TensorArg), ctypes.c_int]
+                    lib.kernelarc_entry.restype = ctypes.c_int
+                for ci, case in enumerate(cases):
+                    t0 = time.time()
+                    try:
+                        ok, res, vals, outs = run_case(lib, defn, ref, case, device, args.seed + ci)
+                    except Exception as e:  # noqa: BLE001
+                        ok, res, vals, outs = False, {"error": str(e)[:500]}, None, None
+                    row = {"family": fname, "knobs": knobs_str(knobs), "case": case["name"], "sms": sms, "ok": ok,
+                           "wall_s": round(time.time() - t0, 2)}
+                    for name in defn["outputs"]:
+                        if name in res:
+                            row[f"{name}_max_abs"] = res[name].get("max_abs")
+                            row[f"{name}_fails"] = res[name].get("fails")
+                    if "error" in res:
+                        row["error"] = res["error"]
+                    if "input_written" in res:
+                        row["input_written"] = res["input_written"]
+                    if ok and args.mode == "cuda" and args.time and "axes" in case:
+                        us = time_call(lib, defn, vals, outs)
+                        row["us"] = round(us, 2)
+                        row["kv_mb"] = round(kv_bytes(fk, case) / 1e6, 1)
+                        row["tb_s"] = round(kv_bytes(fk, case) / (us * 1e-6) / 1e12, 3)
+                    failures += 0 if ok else 1
+                    rows.append(row)
+                    if log:
+                        log.write(json.dumps(row) + "\n")
+                        log.flush()
+                    flag = "ok  " if ok else "FAIL"
+                    extra = " ".join(f"{k}={row[k]}" for k in row if k.endswith("max_abs") or k in ("us", "tb_s", "error", "input_written"))
+                    print(f"  [{flag}] {knobs_str(knobs)} sms={sms} {case['name']}: {extra} ({row['wall_s']} s)", flush=True)
+    print(f"== {len(rows)} checks, {failures} failed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
