@@ -6,7 +6,9 @@
 # TORCH=1 also re-checks the torch-binding paths. Everything goes to $OUT/campaign_logs.tgz;
 # the summary is printed last. Budget the call: on a cold machine the oracle alone took 7.5 min for
 # these seven problems (2026-12-02), so run with OPT_TIMEOUT well under the call's limit and TORCH=0,
-# and run again (it resumes) rather than raising the limit.
+# and run again (it resumes) rather than raising the limit: RESUME=DIR starts from a campaign
+# folder brought back in an earlier archive (carry it, e.g. under .data). CALIBRATE=0 skips
+# `kernelarc calibrate`; PROBS="026_rmsnorm_h7168 ..." picks (and orders) the problems.
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
 OUT=$FINAL/campaign
@@ -19,10 +21,11 @@ BUDGET=${BUDGET:-10}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
 python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
 COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])")
-$K calibrate >"$OUT/calibrate.txt" 2>&1 || true
+[[ ${CALIBRATE:-1} == 1 ]] && { $K calibrate >"$OUT/calibrate.txt" 2>&1 || true; }
+[[ -n ${RESUME:-} ]] && cp -r "$RESUME" "$OUT/camp"
 probs=()
-for n in 021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
-         001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168; do probs+=("$P/$n"); done
+for n in ${PROBS:-021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
+         001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168}; do probs+=("$P/$n"); done
 start=$(date +%s)
 timeout ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
 echo "optimize wall: $(( $(date +%s) - start )) s" >>"$OUT/optimize.txt"
