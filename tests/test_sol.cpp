@@ -107,6 +107,30 @@ TEST(SolCount, RmsNormBytesAreInputsPlusOutput) {
   EXPECT_GT(c["elementwise_flops"].get<double>(), 0);
 }
 
+// `kernelarc sol` times references without keeping their sets: a timings-only entry holds meta.json
+// alone (with the reference's timing), lives apart from the judge's entries, and a later judge
+// request still gets a complete entry.
+TEST(SolOracle, TimingsOnlyEntriesHoldNoSets) {
+  fs::path d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
+  TempDir t;
+  ka::Problem p = ka::load_problem(d);
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  std::vector<ka::OracleRequest> reqs{{&p.workloads.at(0), 0}};
+  auto timed = oracle.ensure(p, reqs, true, false, /*timings_only=*/true);
+  ASSERT_TRUE(timed.at(0).ok()) << timed.at(0).error;
+  EXPECT_TRUE(timed.at(0).reference_ms().has_value());
+  EXPECT_TRUE(timed.at(0).meta.value("timings_only", false));
+  EXPECT_TRUE(fs::exists(timed.at(0).dir / "meta.json"));
+  EXPECT_FALSE(fs::exists(timed.at(0).dir / "inputs.safetensors"));
+  EXPECT_FALSE(fs::exists(timed.at(0).dir / "reference.safetensors"));
+  EXPECT_FALSE(fs::exists(t.path / "oracle" / timed.at(0).dir.filename()));
+  auto full = oracle.ensure(p, reqs, false);
+  ASSERT_TRUE(full.at(0).ok()) << full.at(0).error;
+  EXPECT_NE(full.at(0).dir, timed.at(0).dir);
+  EXPECT_TRUE(fs::exists(full.at(0).dir / "inputs.safetensors"));
+  EXPECT_TRUE(fs::exists(full.at(0).dir / "reference.safetensors"));
+}
+
 TEST(SolCount, FullAttentionIs4BHSqSkvD) {
   TempDir t;
   json def = attention_def(

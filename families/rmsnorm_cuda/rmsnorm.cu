@@ -9,6 +9,9 @@
 //                     KA_CACHE    1: a thread keeps its slice of the row in registers between the
 //                                 two passes (loops unrolled fully); 0: the second pass re-reads it
 //                                 (L1/L2 hits), at most 4 loads in flight: fewer registers
+//                     KA_STREAM   1: hidden/residual loaded and output stored with the streaming
+//                                 (evict-first) cache policy (ld/st.global.cs), so that they do
+//                                 not push other lines out of L2; 0: default policy
 //
 // Numerics follow the FlashInfer-Bench references in the order of rounding:
 //     x       = float(hidden_states) [+ float(residual)]      (fp32, never rounded to bf16)
@@ -27,6 +30,9 @@
 #if !defined(KA_HIDDEN) || !defined(KA_VEC) || !defined(KA_THREADS) || !defined(KA_ROWS) || !defined(KA_CACHE)
 #error "rmsnorm_cuda: KA_HIDDEN, KA_VEC, KA_THREADS, KA_ROWS and KA_CACHE must be defined (KernelArc does this)"
 #endif
+#ifndef KA_STREAM
+#define KA_STREAM 0
+#endif
 #ifndef KA_FUSED_ADD
 #define KA_FUSED_ADD 0
 #endif
@@ -42,6 +48,7 @@ constexpr int kG = KA_THREADS;
 constexpr int kRows = KA_ROWS;
 constexpr bool kAdd = KA_FUSED_ADD != 0;
 constexpr bool kCache = KA_CACHE != 0;
+constexpr bool kStream = KA_STREAM != 0;
 constexpr int kBlock = kG * kRows;
 constexpr int kVecsPerRow = kH / kVec;
 constexpr int kIters = (kVecsPerRow + kG - 1) / kG;  // loads per thread per row
@@ -102,13 +109,23 @@ __device__ __forceinline__ Vec pack(const float (&f)[kVec]) {
   return v;
 }
 
+// Loads and stores of the streamed tensors, with the cache policy of KA_STREAM.
+__device__ __forceinline__ Vec load_stream(const Vec* p) {
+  if constexpr (kStream) return __ldcs(p);
+  else return *p;
+}
+__device__ __forceinline__ void store_stream(Vec* p, const Vec& v) {
+  if constexpr (kStream) __stcs(p, v);
+  else *p = v;
+}
+
 // x = hidden (+ residual) for one load, in fp32; zeros for a row past the end.
 __device__ __forceinline__ void load_x(const Vec* __restrict__ hs, const Vec* __restrict__ res, int64_t at, bool live,
                                        float (&x)[kVec]) {
-  Vec a = live ? hs[at] : zero_vec();
+  Vec a = live ? load_stream(hs + at) : zero_vec();
   unpack(a, x);
   if constexpr (kAdd) {
-    Vec b = live ? res[at] : zero_vec();
+    Vec b = live ? load_stream(res + at) : zero_vec();
     float r[kVec];
     unpack(b, r);
 #pragma unroll
@@ -178,7 +195,7 @@ rmsnorm_kernel(const Vec* __restrict__ hs, const Vec* __restrict__ res, const Ve
           float y[kVec];
 #pragma unroll
           for (int k = 0; k < kVec; ++k) y[k] = __fmul_rn(__fmul_rn(x[k], inv), wf[k]);
-          out[base + c] = pack(y);
+          store_stream(out + base + c, pack(y));
         }
       }
     }

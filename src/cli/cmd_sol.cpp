@@ -72,7 +72,7 @@ void run_sol(const SolArgs& a) {
     auto counts = oracle.count(p, ws);
     std::vector<OracleRequest> reqs;
     for (const Workload* w : ws) reqs.push_back({w, 0});
-    auto entries = oracle.ensure(p, reqs, true, !a.no_compile);
+    auto entries = oracle.ensure(p, reqs, true, !a.no_compile, /*timings_only=*/true);
     nlohmann::json meta;
     if (fs::exists(p.dir / "metadata.json")) meta = nlohmann::json::parse(read_text(p.dir / "metadata.json"), nullptr, false);
     const nlohmann::json* b200 = nullptr;

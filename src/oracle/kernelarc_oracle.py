@@ -1211,7 +1211,7 @@ def time_compiled(run_fn, values, device, notes):
                 pass
 
 
-def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference, time_compile=False):
+def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference, time_compile=False, timings_only=False):
     defn = problem.definition
     notes = []
     stage = "load"
@@ -1269,7 +1269,8 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference, time_co
             stored_inputs[name] = t
             inputs_meta[name] = m
         inputs_path = os.path.join(outdir, "inputs.safetensors")
-        write_safetensors(inputs_path, stored_inputs, {"format": "pt"})
+        if not timings_only:
+            write_safetensors(inputs_path, stored_inputs, {"format": "pt"})
         del stored_inputs
 
         stage = "reference"
@@ -1285,11 +1286,12 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference, time_co
                 notes.append(f"output '{name}': reference returned {torch_dtype_name(t.dtype)}, definition declares {torch_dtype_name(want)}")
             if out_shapes[name] is not None and tuple(t.shape) != out_shapes[name]:
                 notes.append(f"output '{name}': reference returned shape {list(t.shape)}, definition resolves to {list(out_shapes[name])}")
-        write_safetensors(os.path.join(outdir, "reference.safetensors"), outputs, {"format": "pt"})
+        if not timings_only:
+            write_safetensors(os.path.join(outdir, "reference.safetensors"), outputs, {"format": "pt"})
         del outputs
         mutated = []  # inputs the reference modified in place (compared with the file, one by one)
         for n, v in zip(defn["inputs"].keys(), values):
-            if isinstance(v, torch.Tensor):
+            if isinstance(v, torch.Tensor) and not timings_only:
                 stored = read_safetensors(inputs_path, [n])[0][n]
                 if not _same_bytes(v, stored):
                     mutated.append(n)
@@ -1327,6 +1329,7 @@ def run_job(problem, refsrc, uuid, seed, outdir, device, time_reference, time_co
             "reference_timing": timing,
             "compile_ms": compile_ms,
             "compile_timing": compile_timing,
+            "timings_only": timings_only,
             "notes": notes,
         }
         _write_json(os.path.join(outdir, "meta.json"), meta)
@@ -1379,6 +1382,8 @@ def parse_args(argv):
     g.add_argument("--time-reference", action="store_true", help="time the reference (10 warm-up + 50 timed calls)")
     g.add_argument("--time-compile", action="store_true",
                    help="also time torch.compile(run) by the same protocol (meta compile_ms)")
+    g.add_argument("--timings-only", action="store_true",
+                   help="write only meta.json (timings, shapes): no inputs or reference outputs on disk")
     g.add_argument("--compile-budget", type=float, default=240.0, metavar="SECONDS",
                    help="wall-clock budget for compiling and timing torch.compile in this run (default 240)")
     c = sub.add_parser("count", help="count FLOPs (by dtype) and fewest bytes of workloads' references")
@@ -1452,7 +1457,8 @@ def main(argv=None):
                 if os.path.exists(stale):
                     warn(f"removing stale {stale}")
                     os.remove(stale)
-            ok = run_job(problem, refsrc, uuid, seed, outdir, device, args.time_reference, args.time_compile)
+            ok = run_job(problem, refsrc, uuid, seed, outdir, device, args.time_reference, args.time_compile,
+                         args.timings_only)
             json_out.write(json.dumps({"uuid": uuid, "seed": seed, "ok": ok}) + "\n")
             json_out.flush()
     finally:

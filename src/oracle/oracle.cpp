@@ -64,13 +64,15 @@ std::string Oracle::key(const Problem& p, const Workload& w, uint64_t seed) cons
 }
 
 std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference,
-                                        bool time_compile) {
+                                        bool time_compile, bool timings_only) {
+  const fs::path root = timings_only ? root_.parent_path() / "oracle-timings" : root_;
+  fs::create_directories(root);
   std::vector<OracleEntry> out(reqs.size());
   std::vector<size_t> missing;
   std::vector<std::string> keys;
   for (size_t i = 0; i < reqs.size(); ++i) {
     keys.push_back(key(p, *reqs[i].workload, reqs[i].seed));
-    fs::path dir = root_ / keys.back();
+    fs::path dir = root / keys.back();
     out[i].dir = dir;
     bool have = fs::exists(dir / "manifest.json");
     if (have) {
@@ -89,10 +91,11 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
   auto run_group = [&](const std::vector<size_t>& missing, bool tr, bool tc) {
     if (missing.empty()) return;
 
-  fs::path work = make_temp_dir((root_ / "tmp-").string());
+  fs::path work = make_temp_dir((root / "tmp-").string());
   std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate",
                                "--problem", fs::absolute(p.dir).string(), "--device", device_};
   if (tr) cmd.push_back("--time-reference");
+  if (timings_only) cmd.push_back("--timings-only");
   if (tc) {
     cmd.push_back("--time-compile");
     cmd.push_back("--compile-budget");
@@ -124,6 +127,7 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     json manifest = {{"key", keys[i]}, {"oracle_version", version()}, {"device", device_}, {"files", json::object()}};
     bool complete = true;
     for (const char* f : kFiles) {
+      if (timings_only && std::string_view(f) != "meta.json") continue;
       if (!fs::exists(job / f)) {
         complete = false;
         break;
@@ -139,7 +143,7 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     // Publish the entry atomically. Another process may be using an entry under the same key (it
     // holds the same inputs: generation is seeded by the key's parts), so an existing entry is
     // swapped out in one step (RENAME_EXCHANGE), never deleted first; the old one goes with `work`.
-    fs::path dst = root_ / keys[i];
+    fs::path dst = root / keys[i];
     if (::renameat2(AT_FDCWD, job.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) != 0) {
       if (errno != EEXIST && errno != ENOTEMPTY)
         throw std::runtime_error(fmt::format("cannot move oracle entry into the cache: {}", std::strerror(errno)));

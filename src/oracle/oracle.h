@@ -39,8 +39,11 @@ class Oracle {
   // Makes sure every requested entry exists, running the oracle once for all missing ones.
   // time_compile: also time torch.compile(run) (meta "compile_ms"; an entry without it, or whose
   // compile timing was skipped for want of budget, is redone).
+  // timings_only: entries hold meta.json alone (timings, shapes; no inputs or reference outputs),
+  // in a cache of their own that the judge never reads: for `kernelarc sol` on problems whose
+  // sets would not fit on disk.
   std::vector<OracleEntry> ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference,
-                                  bool time_compile = false);
+                                  bool time_compile = false, bool timings_only = false);
   // The reference's work per workload (the oracle's `count` command: "matrix_flops" by dtype,
   // "elementwise_flops", "bytes_in", "bytes_out", "bytes", or "ok": false and "message"),
   // cached under cache_root()/bounds.

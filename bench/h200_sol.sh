@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# GPU check of speed-of-light bounds and baselines (issue "speed-of-light"), on the H200 from the
+# repo root after scripts/device-pack.sh (carry .dev and .data): `kernelarc sol` on each dev
+# FlashInfer-Bench problem in PROBS (default: all 19), one process per problem so that one slow
+# problem cannot take the others down, each given what is left of DEADLINE seconds (default 540).
+# COMPILE_BUDGET (default 90) is the seconds per problem for compiling and timing torch.compile.
+# The oracle keeps no input sets for `sol` (timings-only entries), so the largest problems fit on
+# disk. Outputs: $OUT/sol_logs.tgz (per problem the table and the log); the last lines printed
+# say, per problem, the workloads with every column filled.
+set -uo pipefail
+FINAL=${OUT:-/tmp/ka-out}
+OUT=$FINAL/sol
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
+export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
+K=.dev/bin/kernelarc
+P=.data/problems/sol-execbench/FlashInfer-Bench
+start=$(date +%s)
+deadline=$((start + ${DEADLINE:-540}))
+all=$(ls "$P")
+for n in ${PROBS:-$all}; do
+  left=$((deadline - $(date +%s)))
+  if (( left < 20 )); then echo "$n: not run (deadline)" >>"$OUT/skipped.txt"; continue; fi
+  t0=$(date +%s)
+  timeout "$left" $K sol "$P/$n" --compile-budget "${COMPILE_BUDGET:-90}" >"$OUT/$n.txt" 2>"$OUT/$n.log"
+  echo "$n: rc $? in $(( $(date +%s) - t0 )) s" >>"$OUT/runs.txt"
+done
+{
+  echo "=== kernelarc sol, $(date -u +%FT%TZ), wall $(( $(date +%s) - start )) s"
+  cat "$OUT/runs.txt" "$OUT/skipped.txt" 2>/dev/null
+  python3 bench/sol_summary.py "$OUT"
+} | tee "$OUT/summary.txt"
+tar czf "$FINAL/sol_logs.tgz" -C "$FINAL" sol && rm -rf "$OUT"
