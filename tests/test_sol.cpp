@@ -187,6 +187,38 @@ TEST(SolBound, MemoryAndComputeLimits) {
   EXPECT_FALSE(ka::sol_bound(w, ka::Ceilings{}).ok);
 }
 
+// A reference that upcasts its bf16 inputs to fp32 before a matmul is charged at the bf16 rate;
+// an fp8 problem's dequantised fp32 matmul at the fp8 rate; an fp32 problem stays fp32.
+TEST(SolBound, MatrixWorkChargedAtInputPrecision) {
+  auto def = [](const std::string& a, const std::string& b) {
+    json d = attention_def("def run(q, k, v):\n    return q\n");
+    d["inputs"]["q"]["dtype"] = a;
+    d["inputs"]["k"]["dtype"] = b;
+    d["inputs"]["v"]["dtype"] = "float32";
+    TempDir t;
+    return ka::load_problem(write_problem(t.path, "p", d, {{"S", 1}, {"T", 1}})).def;
+  };
+  EXPECT_EQ(ka::input_precision(def("bfloat16", "float32")), "bfloat16");
+  EXPECT_EQ(ka::input_precision(def("float32", "float8_e4m3fn")), "float8_e4m3fn");
+  EXPECT_EQ(ka::input_precision(def("float32", "float32")), "float32");
+  ka::WorkCount w;
+  w.matrix_flops = {{"float32", 3e12}, {"bfloat16", 1e12}};
+  w.elementwise_flops = 7;
+  ka::WorkCount b = ka::at_input_precision(w, "bfloat16");
+  ASSERT_EQ(b.matrix_flops.size(), 1u);
+  EXPECT_DOUBLE_EQ(b.matrix_flops.at("bfloat16"), 4e12);
+  EXPECT_DOUBLE_EQ(b.elementwise_flops, 7);
+  ka::WorkCount f = ka::at_input_precision(w, "float8_e4m3fn");
+  EXPECT_DOUBLE_EQ(f.matrix_flops.at("float8_e4m3fn"), 4e12);
+  EXPECT_EQ(ka::at_input_precision(w, "float32").matrix_flops, w.matrix_flops);
+  EXPECT_EQ(ka::at_input_precision(w, "").matrix_flops, w.matrix_flops);
+  ka::Ceilings c;
+  c.bandwidth_Bps = 4e12;
+  c.rate = {{"bf16", 800e12}, {"fp32", 50e12}};
+  EXPECT_EQ(ka::sol_bound(b, c).limiting, "compute:bf16");
+  EXPECT_NEAR(ka::sol_bound(b, c).t_sol_s, 5e-3, 1e-9);  // 4e12 / 800e12 (+ 7 FLOPs at fp32)
+}
+
 TEST(SolBound, CeilingsFromCalibration) {
   json cal = {{"copy", {{"bandwidth_Bps", 4.2e12}}},
               {"matmul", {{"bfloat16", {{"available", true}, {"flops_per_s", 7.5e14}}},

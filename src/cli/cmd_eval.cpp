@@ -103,7 +103,7 @@ void run_eval(const EvalArgs& a) {
         for (size_t i = 0; i < ev.workloads.size() && i < counts.size(); ++i) {
           const auto& w = ev.workloads[i];
           if (!counts[i].value("ok", false)) continue;
-          SolBound b = sol_bound(WorkCount::from_json(counts[i]), ceil);
+          SolBound b = sol_bound(at_input_precision(WorkCount::from_json(counts[i]), input_precision(p.def)), ceil);
           if (!b.ok) continue;
           sol_us[i] = b.t_sol_s * 1e6;
           auto tb = baseline_time(w.reference_us, w.compile_us);

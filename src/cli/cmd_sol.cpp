@@ -106,7 +106,7 @@ void run_sol(const SolArgs& a) {
         all.push_back(row);
         continue;
       }
-      WorkCount wc = WorkCount::from_json(counts[i]);
+      WorkCount wc = at_input_precision(WorkCount::from_json(counts[i]), input_precision(p.def));
       SolBound b = sol_bound(wc, ceil);
       std::optional<double> sol_us;
       if (b.ok) sol_us = b.t_sol_s * 1e6;

@@ -1075,8 +1075,9 @@ def _make_counter():
     return SolCounter
 
 
-def count_work(run_fn, values, outputs):
-    """FLOPs by dtype, elementwise FLOPs and fewest bytes for one call of the reference."""
+def count_work(run_fn, values, defn):
+    """FLOPs by dtype, elementwise FLOPs and fewest bytes for one call of the reference (run once,
+    under the counters; its outputs give the bytes written)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     SolCounter = _make_counter()
@@ -1086,9 +1087,11 @@ def count_work(run_fn, values, outputs):
     with fcm:
         with counter:
             result = run_fn(*args)
+    outputs = normalize_outputs(result, defn)
     del result, args
     bytes_in = sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
     bytes_out = sum(t.numel() * t.element_size() for t in outputs.values())
+    del outputs
     return {
         "matrix_flops": counter.matrix,
         "elementwise_flops": counter.elementwise,
@@ -1104,7 +1107,7 @@ def count_work(run_fn, values, outputs):
 
 def count_job(problem, refsrc, uuid, device):
     """The `count` command for one workload: inputs as `generate` draws them (seed 0), the
-    reference run once plainly (for the outputs) and once under the counters."""
+    reference run once under the counters."""
     defn = problem.definition
     notes = []
     try:
@@ -1123,11 +1126,7 @@ def count_job(problem, refsrc, uuid, device):
             raise OracleError("reference", "Reference code does not define a top-level 'run' function")
         seed_everything(derive_seed(uuid, 0), device)
         values, _ = gen_inputs(problem, workload, axes, shapes, safe, namespace, device, notes)
-        result = run_fn(*_clone_args(values))
-        sync(device)
-        outputs = normalize_outputs(result, defn)
-        del result
-        out = count_work(run_fn, values, outputs)
+        out = count_work(run_fn, values, defn)
         sync(device)
         out.update({"uuid": uuid, "ok": True, "axes": axes})
         out["notes"] = notes + out["notes"]

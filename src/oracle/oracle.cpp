@@ -9,8 +9,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include <algorithm>
 #include <cstdlib>
+#include <future>
 #include <map>
+#include <thread>
 
 #include "util/error.h"
 #include "util/files.h"
@@ -185,29 +188,40 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
     missing.push_back(i);
   }
   if (missing.empty()) return out;
-  std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "count",
-                               "--problem", fs::absolute(p.dir).string(), "--device", device_};
-  for (size_t i : missing) {
-    cmd.push_back("--workload");
-    cmd.push_back(workloads[i]->uuid);
-  }
-  spdlog::info("oracle: counting the work of {} workload(s) of {} on {}", missing.size(), p.def.name, device_);
-  RunResult rr = run_command(cmd, std::chrono::minutes(60));
-  if (!rr.ok()) {
-    std::string why = rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code);
-    auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
-    if (rr.exit_code == 2) user_error("oracle: {}", last);
-    throw std::runtime_error(fmt::format("the Python oracle's count failed ({}): {}", why, last));
+  // The count runs each reference once under PyTorch's dispatch hooks, slow for references that
+  // loop in Python (paged attention: seconds per workload): the workloads are split over up to
+  // four oracle processes (round robin, so large and small workloads mix), run at once.
+  const size_t shards = std::min<size_t>({4, missing.size(), std::max(1u, std::thread::hardware_concurrency() / 2)});
+  spdlog::info("oracle: counting the work of {} workload(s) of {} on {} ({} process{})", missing.size(), p.def.name,
+               device_, shards, shards == 1 ? "" : "es");
+  std::vector<std::future<RunResult>> runs;
+  for (size_t sh = 0; sh < shards; ++sh) {
+    std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "count",
+                                 "--problem", fs::absolute(p.dir).string(), "--device", device_};
+    for (size_t j = sh; j < missing.size(); j += shards) {
+      cmd.push_back("--workload");
+      cmd.push_back(workloads[missing[j]]->uuid);
+    }
+    runs.push_back(std::async(std::launch::async, [cmd] { return run_command(cmd, std::chrono::minutes(60)); }));
   }
   std::map<std::string, json> got;
-  size_t start = 0;
-  while (start < rr.output.size()) {
-    size_t end = rr.output.find('\n', start);
-    if (end == std::string::npos) end = rr.output.size();
-    json j = json::parse(rr.output.substr(start, end - start), nullptr, false);
-    if (j.is_object() && j.contains("uuid") && (j.contains("bytes") || j.contains("message")))
-      got[j["uuid"].get<std::string>()] = j;
-    start = end + 1;
+  for (auto& f : runs) {
+    RunResult rr = f.get();
+    if (!rr.ok()) {
+      std::string why = rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code);
+      auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
+      if (rr.exit_code == 2) user_error("oracle: {}", last);
+      throw std::runtime_error(fmt::format("the Python oracle's count failed ({}): {}", why, last));
+    }
+    size_t start = 0;
+    while (start < rr.output.size()) {
+      size_t end = rr.output.find('\n', start);
+      if (end == std::string::npos) end = rr.output.size();
+      json j = json::parse(rr.output.substr(start, end - start), nullptr, false);
+      if (j.is_object() && j.contains("uuid") && (j.contains("bytes") || j.contains("message")))
+        got[j["uuid"].get<std::string>()] = j;
+      start = end + 1;
+    }
   }
   for (size_t i : missing) {
     auto it = got.find(workloads[i]->uuid);

@@ -73,4 +73,33 @@ SolBound sol_bound(const WorkCount& w, const Ceilings& c) {
   return b;
 }
 
+namespace {
+// Bits of a floating-point dtype name (0 for anything else).
+int float_bits(const std::string& name) {
+  if (name == "tf32") return 19;
+  auto t = parse_dtype(name);
+  if (!t || !dtype_is_float(*t)) return 0;
+  return *t == DType::f4_e2m1fn_x2 ? 4 : dtype_bits(*t);
+}
+}  // namespace
+
+std::string input_precision(const Definition& d) {
+  std::string best;
+  for (const auto& in : d.inputs) {
+    std::string n(dtype_name(in.dtype));
+    int b = float_bits(n);
+    if (b > 0 && (best.empty() || b < float_bits(best))) best = n;
+  }
+  return best;
+}
+
+WorkCount at_input_precision(WorkCount w, const std::string& narrowest) {
+  const int nb = float_bits(narrowest);
+  if (nb == 0) return w;
+  std::map<std::string, double> m;
+  for (const auto& [d, f] : w.matrix_flops) m[float_bits(d) > nb ? narrowest : d] += f;
+  w.matrix_flops = std::move(m);
+  return w;
+}
+
 }  // namespace ka

@@ -2,13 +2,18 @@
 // the oracle's `count` command) and the device's measured ceilings (sol/calibrate.h):
 //   T_sol = max(Σ_dtype FLOPs(dtype) / rate(dtype), bytes / bandwidth)
 // with the limiting term named ("memory" or "compute:<rate>"). Elementwise FLOPs run at the fp32
-// rate. A dtype's rate: bfloat16 → bf16, float16 → fp16, float8_* (and fp4) → fp8, float32 and
+// rate. Matrix FLOPs the reference ran in a wider dtype than the definition's narrowest
+// floating-point input (references often upcast bf16 or fp8 inputs to fp32 before a matmul) are
+// charged at that input's rate (at_input_precision): a kernel may keep the inputs' precision, and
+// the bound is the fastest the hardware allows. A dtype's rate: bfloat16 → bf16, float16 → fp16, float8_* (and fp4) → fp8, float32 and
 // anything else → fp32; a rate that was not measured falls back to bf16, then fp32.
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <map>
 #include <string>
+
+#include "problem/problem.h"
 
 namespace ka {
 
@@ -36,5 +41,10 @@ struct SolBound {
 };
 
 SolBound sol_bound(const WorkCount& w, const Ceilings& c);
+
+// The narrowest floating-point input dtype of a definition ("" when it has none).
+std::string input_precision(const Definition& d);
+// `w` with matrix FLOPs counted in a dtype wider than `narrowest` re-keyed to `narrowest`.
+WorkCount at_input_precision(WorkCount w, const std::string& narrowest);
 
 }  // namespace ka
