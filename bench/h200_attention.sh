@@ -74,9 +74,11 @@ opt_t=${OPT_TIMEOUT:-330}
 (( left < opt_t )) && opt_t=$left
 (( opt_t < 60 )) && opt_t=60
 start=$(date +%s)
+if (( BUDGET == 0 )); then echo "optimize skipped (BUDGET=0)" >"$OUT/optimize.txt"; else
 timeout $opt_t $K optimize "$STAGE/$G" "$STAGE/$M" --target cuda --budget "$BUDGET" --out "$CAMP" --seed 1 --no-progress \
   >"$OUT/optimize.txt" 2>&1
 echo "optimize exit $? wall $(( $(date +%s) - start )) s (limit $opt_t s)" >>"$OUT/optimize.txt"
+fi
 
 # ── 4. summary ──────────────────────────────────────────────────────────────────────────────────
 python3 - "$CAMP" "$P" "$COPY" "$OUT/selftest.jsonl" >"$OUT/summary_table.txt" 2>"$OUT/summary.err" <<'PY'

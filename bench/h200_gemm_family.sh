@@ -145,9 +145,13 @@ export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
 K=$ROOT/.dev/bin/kernelarc
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
 
-# 1. Builds.
-"$NVCC" -O2 -std=c++17 -I"$ROOT/include" "$ROOT/bench/gemm_family_selftest.cu" -lcublas -ldl -o "$W/selftest" \
-  >"$OUT/selftest_build.log" 2>&1 || echo "selftest build FAILED (see selftest_build.log)" >>"$OUT/notes.txt"
+# 1. Builds (kept and reused when the family source and the self-test are unchanged: BUILD_ONLY=1 on a
+#    machine without a GPU, with WORK=.dev/gemm, prepares them to be carried to the GPU machine).
+if [[ ! -x $W/selftest || $ROOT/bench/gemm_family_selftest.cu -nt $W/selftest ]]; then
+  "$NVCC" -O2 -std=c++17 -I"$ROOT/include" "$ROOT/bench/gemm_family_selftest.cu" -lcublas -ldl -o "$W/selftest" \
+    >"$OUT/selftest_build.log" 2>&1 || echo "selftest build FAILED (see selftest_build.log)" >>"$OUT/notes.txt"
+fi
+export SRC_SHA=$(sha256sum "$FAM/gemm_hopper.cu" | cut -c1-16)
 declare -A PT=(
   [p01_bm128_bn128_s4]="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0"
   [p02_bm128_bn256_s3_r1]="BM=128 BN=256 BK=64 STAGES=3 SPLITK=1 RASTER=1 SMALLN=0"
@@ -161,7 +165,7 @@ declare -A PT=(
   [p10_bn256_sn32_sk16]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32"
 )
 SM80_KNOBS="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0"
-rm -rf "$W/pts" && mkdir -p "$W/pts"
+mkdir -p "$W/pts"
 {
   for l in "${!PT[@]}"; do printf '%s\t%s\t%s\n' "$W/pts/$l" "$GENCODE_90A" "${PT[$l]}"; done
   printf '%s\t%s\t%s\n' "$W/pts/sm80_ptx_mma_sync" "-gencode=arch=compute_80,code=compute_80" "$SM80_KNOBS"
@@ -173,6 +177,8 @@ for l in $LABELS; do
   echo "$l: rc $rc, $s s" >>"$OUT/compile.txt"
   cp "$W/pts/$l/build.log" "$OUT/build_$l.log"
 done
+
+if [[ ${BUILD_ONLY:-0} == 1 ]]; then cat "$OUT/compile.txt" "$OUT/notes.txt" 2>/dev/null; exit 0; fi
 
 # 2. Self-test, one process per point.
 for l in $LABELS; do
@@ -199,7 +205,7 @@ fi
 rm -rf "$W/families" && mkdir -p "$W/families" && cp -r "$FAM" "$W/families/"
 OPT_T=$(($(left) - 40))
 ((OPT_T > ${OPT_TIMEOUT:-300})) && OPT_T=${OPT_TIMEOUT:-300}
-if ((OPT_T > 60)) && [[ -x $K ]]; then
+if ((OPT_T > 60)) && [[ -x $K ]] && ((${BUDGET:-16} > 0)); then
   t0=$(date +%s)
   timeout "$OPT_T" "$K" optimize "$P/004_gemm_n128_k2048" --target cuda --budget "${BUDGET:-16}" \
     --families "$W/families" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
