@@ -1,7 +1,8 @@
 // tests/test_campaign.cpp — `kernelarc optimize` end to end on the host target: a campaign on a
 // dev RMSNorm problem ends inside its budget with a best solution that `kernelarc eval` verifies;
 // `kill -9` in the middle, then the same command, finishes with no measurement taken twice and
-// the budget respected; a re-run of a finished campaign measures nothing.
+// the budget respected; a re-run of a finished campaign measures nothing; candidates get SOL
+// scores and a problem at speed-of-light stops drawing budget.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -13,7 +14,10 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "store/store.h"
+#include "util/files.h"
 #include "util/process.h"
 
 namespace fs = std::filesystem;
@@ -116,4 +120,35 @@ TEST(Campaign, KillNineThenTheSameCommandMeasuresNothingTwice) {
   // Nothing measured before the kill was measured again: the resumed run measured only the rest.
   EXPECT_NE(r.output.find(fmt::format("measured {} candidates", budget - before.candidates)), std::string::npos)
       << r.output;
+}
+
+// Every candidate gets a SOL score (host calibration + the oracle's work count), and a problem whose
+// incumbent is within --sol-stop of speed-of-light stops drawing budget: with a stop factor no
+// kernel can miss, the campaign ends after the candidates already in its pipeline.
+TEST(Campaign, ScoresCandidatesAndStopsAtSpeedOfLight) {
+  fs::path out = fs::path(KA_BUILD_DIR) / "test-campaign-sol";
+  fs::remove_all(out);
+  fs::path cache = fs::path(KA_BUILD_DIR) / "test-cache";
+  auto cmd = optimize_cmd(out, 12);
+  cmd.insert(cmd.end(), {"--sol-stop", "1e9", "--depth", "2"});
+  auto r = ka::run_command(cmd, std::chrono::minutes(20), env(cache));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(stopped: at speed-of-light)"), std::string::npos) << r.output;
+  Counts c = counts(out / "campaign.db");
+  EXPECT_GE(c.candidates, 1u);
+  EXPECT_LE(c.candidates, 3u) << "proposals went on after the incumbent reached the stop";
+  fs::path problem_dir;
+  for (const auto& d : fs::directory_iterator(out))
+    if (d.is_directory()) problem_dir = d.path();
+  auto lb = nlohmann::json::parse(ka::read_text(problem_dir / "leaderboard.json"));
+  ASSERT_FALSE(lb.empty());
+  ASSERT_TRUE(lb[0]["sol_score"].is_number()) << lb.dump(1);
+  ASSERT_TRUE(lb[0]["sol_ratio"].is_number()) << lb.dump(1);
+  EXPECT_GT(lb[0]["sol_ratio"].get<double>(), 0.0);
+  EXPECT_NE(ka::read_text(problem_dir / "leaderboard.md").find("SOL score"), std::string::npos);
+  // The stop is logged with its reason.
+  auto s = ka::Store::open_agent(out / "campaign.db", "test-probe");
+  bool logged = false;
+  for (const auto& m : s->budget_moves()) logged |= m.agent == "engine" && m.reason.find("speed-of-light") != std::string::npos;
+  EXPECT_TRUE(logged);
 }

@@ -6,6 +6,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -34,6 +35,7 @@ struct Observation {
   // needs them to claim a best_config the store can check (its median_us bounds every cited
   // median); without them it does not publish best_config findings.
   std::vector<double> median_us;
+  std::optional<double> sol_score;  // SOL-ExecBench's score, mean over workloads (sol/problem_sol.h)
 };
 
 // The problem an agent works on, with what it may see.
@@ -42,6 +44,9 @@ struct AgentContext {
   std::vector<const Family*> families;       // the families that apply to the problem
   std::string device;                        // device name
   std::vector<Finding> digest;               // findings visible to this agent (mode-dependent)
+  // Speed-of-light time per workload uuid (µs), when the device is calibrated; the engine stops a
+  // problem whose incumbent is within --sol-stop of it.
+  const std::map<std::string, double>* sol_us = nullptr;
 };
 
 class Agent {

@@ -14,6 +14,7 @@
 #include "oracle/oracle.h"
 #include "problem/problem.h"
 #include "sol/bounds.h"
+#include "sol/problem_sol.h"
 #include "sol/calibrate.h"
 #include "sol/score.h"
 #include "solution/solution.h"
@@ -97,15 +98,12 @@ void run_eval(const EvalArgs& a) {
     std::optional<nlohmann::json> cal = load_calibration(ev.device);
     if (cal) {
       try {
-        Ceilings ceil = ceilings_from(*cal);
-        auto counts = oracle.count(p, selected);
-        // evaluate() reports the workloads in the order they were selected.
-        for (size_t i = 0; i < ev.workloads.size() && i < counts.size(); ++i) {
+        auto sols = workload_sol_us(p, selected, oracle, ceilings_from(*cal));
+        for (size_t i = 0; i < ev.workloads.size(); ++i) {
           const auto& w = ev.workloads[i];
-          if (!counts[i].value("ok", false)) continue;
-          SolBound b = sol_bound(at_input_precision(WorkCount::from_json(counts[i]), input_precision(p.def)), ceil);
-          if (!b.ok) continue;
-          sol_us[i] = b.t_sol_s * 1e6;
+          auto it = sols.find(w.uuid);
+          if (it == sols.end()) continue;
+          sol_us[i] = it->second;
           auto tb = baseline_time(w.reference_us, w.compile_us);
           if (w.verdict == Verdict::passed && w.timing && tb) {
             score[i] = sol_score(w.timing->median_us, *sol_us[i], *tb);

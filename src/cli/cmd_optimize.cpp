@@ -40,6 +40,17 @@ void register_optimize(CLI::App& app) {
   cmd->add_option("--iterations", o.eval.iterations, "Timed calls per measurement")->capture_default_str();
   cmd->add_option("--warmup", o.eval.warmup, "Untimed calls before timing")->capture_default_str();
   cmd->add_flag("--no-progress", [](int64_t) { o.progress = false; }, "No live progress line");
+  cmd->add_flag("--no-sol", [](int64_t) { o.sol = false; },
+                "No speed-of-light figures (by default: the device's calibration, measured once when missing, and "
+                "the oracle's work count give each workload a SOL time, each candidate a SOL score)");
+  cmd->add_option("--sol-stop", o.sol_stop,
+                  "Stop a problem once its incumbent's geometric-mean time is within this fraction of "
+                  "speed-of-light (0: spend the whole budget)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_flag("--time-compile", o.eval.time_compile,
+                "Also time the torch.compile'd reference (once per workload, when the oracle generates it): the SOL "
+                "score's baseline is then the faster of eager and compiled");
   cmd->callback([] {
     for (const auto& p : problems) o.problems.emplace_back(p);
     for (const auto& i : imports) o.import_findings.emplace_back(i);
@@ -54,16 +65,19 @@ void register_optimize(CLI::App& app) {
     o.target = target.empty() ? (std::system("nvidia-smi -L >/dev/null 2>&1") == 0 ? "cuda" : "host") : target;
     o.eval.timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
     CampaignOutcome r = run_campaign(o);
-    fmt::print("{:<34} {:>10} {:>9} {:>12} {:>12} {:>9}  {}\n", "problem", "candidates", "measured", "best_us", "ref_us",
-               "speedup", "best");
+    fmt::print("{:<34} {:>10} {:>9} {:>12} {:>12} {:>9} {:>9} {:>6}  {}\n", "problem", "candidates", "measured", "best_us",
+               "ref_us", "speedup", "sol_score", "x_sol", "best");
     bool all = true;
     for (const auto& p : r.problems) {
       all &= p.solved;
-      fmt::print("{:<34} {:>10} {:>9} {:>12} {:>12} {:>9}  {}\n", p.problem, p.candidates, p.measured_now,
+      fmt::print("{:<34} {:>10} {:>9} {:>12} {:>12} {:>9} {:>9} {:>6}  {}{}\n", p.problem, p.candidates, p.measured_now,
                  p.solved ? fmt::format("{:.3f}", p.best_geomean_us) : "-",
                  p.reference_geomean_us > 0 ? fmt::format("{:.3f}", p.reference_geomean_us) : "-",
                  p.solved && p.reference_geomean_us > 0 ? fmt::format("{:.2f}x", p.reference_geomean_us / p.best_geomean_us) : "-",
-                 p.solved ? (p.best_dir / "best" / "solution.json").string() : "no passing candidate");
+                 p.best_sol_score ? fmt::format("{:.3f}", *p.best_sol_score) : "-",
+                 p.best_sol_ratio ? fmt::format("{:.2f}", *p.best_sol_ratio) : "-",
+                 p.solved ? (p.best_dir / "best" / "solution.json").string() : "no passing candidate",
+                 p.stopped_at_sol ? " (stopped: at speed-of-light)" : "");
     }
     for (const auto& p : r.problems)
       if (p.per_gpu.size() > 1) {

@@ -21,6 +21,9 @@
 
 #include "agents/agent.h"
 #include "families/family.h"
+#include "oracle/oracle.h"
+#include "sol/calibrate.h"
+#include "sol/problem_sol.h"
 #include "store/store.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -181,30 +184,40 @@ PerGpu incumbent_per_gpu(const Store& store, const std::string& problem, const s
 }
 
 void write_outputs(const Problem& p, Store& store, const std::filesystem::path& dir, const std::string& best_hash,
-                   const PerGpu& per_gpu) {
+                   const PerGpu& per_gpu, const std::map<std::string, double>& sol_us) {
   fs::create_directories(dir);
   struct Row {
     CandidateRecord c;
     Scored s;
+    SolStats sol;
   };
   std::vector<Row> rows;
-  for (auto& c : store.candidates(p.def.name)) rows.push_back({c, score(primary(store.measurements_of(c.hash)))});
+  for (auto& c : store.candidates(p.def.name)) {
+    auto ms = primary(store.measurements_of(c.hash));
+    rows.push_back({c, score(ms), sol_stats(ms, sol_us)});
+  }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (a.s.passed != b.s.passed) return a.s.passed;
     if (a.s.passed) return a.s.geomean_us < b.s.geomean_us;
     return a.c.seq < b.c.seq;
   });
   json lb = json::array();
-  std::string md = fmt::format("# Leaderboard: {}\n\n| rank | candidate | agent | family | knobs | passed | geomean µs | speedup vs reference |\n"
-                               "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
-                               p.def.name);
+  std::string md = fmt::format("# Leaderboard: {}\n\n", p.def.name);
+  if (!sol_us.empty())
+    md += fmt::format("SOL score: SOL-ExecBench's S = 1 / (1 + (T_k − T_sol) / (T_b − T_sol)) per workload, mean over the "
+                      "workloads; T_b the eager reference (or torch.compile's when timed and faster); × SOL: geometric "
+                      "mean of T_k / T_sol. Speed-of-light bounds for {} of {} workloads.\n\n",
+                      sol_us.size(), p.workloads.size());
+  md += "| rank | candidate | agent | family | knobs | passed | geomean µs | speedup vs reference | SOL score | × SOL |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   int rank = 0;
   for (const auto& r : rows) {
     ++rank;
     double sp = r.s.passed && r.s.ref_geomean_us > 0 ? r.s.ref_geomean_us / r.s.geomean_us : 0;
     json row = {{"rank", rank}, {"candidate", r.c.hash}, {"name", r.c.solution.value("name", "")}, {"agent", r.c.agent},
                 {"family", r.c.family}, {"knobs", r.c.knobs}, {"passed_workloads", r.s.passed_workloads},
-                {"workloads", r.s.workloads}, {"geomean_us", r.s.geomean_us}, {"speedup", sp}, {"seq", r.c.seq}};
+                {"workloads", r.s.workloads}, {"geomean_us", r.s.geomean_us}, {"speedup", sp}, {"seq", r.c.seq},
+                {"sol_score", r.sol.score ? json(*r.sol.score) : json()}, {"sol_ratio", r.sol.ratio ? json(*r.sol.ratio) : json()}};
     if (r.c.hash == best_hash && !per_gpu.gpus.empty()) {
       row["per_gpu"] = json::array();
       for (const auto& t : per_gpu.gpus)
@@ -214,9 +227,11 @@ void write_outputs(const Problem& p, Store& store, const std::filesystem::path& 
       row["unchecked_gpus"] = per_gpu.unchecked;
     }
     lb.push_back(std::move(row));
-    md += fmt::format("| {} | {} | {} | {} | {} | {}/{} | {} | {} |\n", rank, r.c.solution.value("name", r.c.hash),
+    md += fmt::format("| {} | {} | {} | {} | {} | {}/{} | {} | {} | {} | {} |\n", rank, r.c.solution.value("name", r.c.hash),
                       r.c.agent, r.c.family, r.c.knobs.dump(), r.s.passed_workloads, r.s.workloads,
-                      r.s.passed ? fmt::format("{:.3f}", r.s.geomean_us) : "-", sp > 0 ? fmt::format("{:.2f}x", sp) : "-");
+                      r.s.passed ? fmt::format("{:.3f}", r.s.geomean_us) : "-", sp > 0 ? fmt::format("{:.2f}x", sp) : "-",
+                      r.sol.score ? fmt::format("{:.3f}", *r.sol.score) : "-",
+                      r.sol.ratio ? fmt::format("{:.2f}", *r.sol.ratio) : "-");
   }
   if (!per_gpu.gpus.empty()) {
     md += "\n## The incumbent on each GPU\n\nTimings from different GPUs are comparable only after a per-GPU check of the "
@@ -281,6 +296,14 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
   // different numbers of runners give the same proposals only at the same --depth.
   const int depth = opt.depth > 0 ? opt.depth : std::max(std::min(jobs, 4), nrun > 1 ? 2 * nrun : 1);
   const bool tty = ::isatty(2);
+  std::optional<Ceilings> ceilings;
+  if (opt.sol) {
+    try {
+      ceilings = ceilings_from(calibrate_device(opt.target, false));
+    } catch (const std::exception& e) {
+      spdlog::warn("no speed-of-light figures: {}", e.what());
+    }
+  }
 
   for (const Problem& p : problems) {
     ProblemOutcome po;
@@ -296,6 +319,19 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       spdlog::warn("{}: no {} kernel family applies (op type {}); skipped", p.def.name, opt.target, p.def.op_type);
       out.problems.push_back(po);
       continue;
+    }
+    // Speed-of-light time per workload (the oracle caches its counts): scores the candidates and
+    // tells when the problem is done.
+    std::map<std::string, double> sol_us;
+    if (ceilings) {
+      try {
+        Oracle oracle(opt.target == "cuda" ? "cuda" : "cpu");
+        std::vector<const Workload*> ws;
+        for (const auto& w : p.workloads) ws.push_back(&w);
+        sol_us = workload_sol_us(p, ws, oracle, *ceilings);
+      } catch (const std::exception& e) {
+        spdlog::warn("{}: no speed-of-light bounds: {}", p.def.name, e.what());
+      }
     }
     EvalOptions eo = opt.eval;
     eo.target = opt.target;
@@ -328,6 +364,8 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     int64_t next_order = 1;
     std::string best_hash;
     double best = 0, best_ref = 0;
+    SolStats best_sol;
+    bool at_sol = false;  // the incumbent is within sol_stop of SOL: no more proposals
     int measured = 0, replayed = 0;
 
     // The findings digest is kept here, in observation order, so that it is the same on a
@@ -346,6 +384,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       ctx.problem = &p;
       ctx.families = fams;
       ctx.device = device;
+      ctx.sol_us = &sol_us;
       for (const auto& f : digest)
         if (opt.sharing != "none" || f.author == agents[a]->name()) ctx.digest.push_back(f);
       return ctx;
@@ -377,10 +416,11 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
 
     auto progress = [&](bool final) {
       double el = secs(t0, Clock::now());
-      std::string line = fmt::format("{} | {}/{} candidates | best {} | {:.1f} candidates/min", p.def.name,
+      std::string line = fmt::format("{} | {}/{} candidates | best {}{} | {:.1f} candidates/min", p.def.name,
                                      static_cast<int>(spent.size()), opt.budget,
                                      best > 0 ? fmt::format("{:.2f} us ({:.2f}x ref)", best, best_ref > 0 ? best_ref / best : 0.0)
                                               : "none yet",
+                                     best_sol.score ? fmt::format(", SOL score {:.3f}", *best_sol.score) : "",
                                      el > 0 ? (out.measured + measured) * 60.0 / el : 0.0);
       if (!opt.progress) return;
       if (tty) fmt::print(stderr, "\r\033[K{}{}", line, final ? "\n" : "");
@@ -408,6 +448,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
           m.device = runners.device(r).value("name", opt.target);
           m.gpu = runners.gpu(r);
           m.extra = {{"build_cached", job.build.cached}, {"attempts", w.attempts}, {"runner", r}};
+          if (w.compile_us > 0) m.extra["compile_us"] = w.compile_us;
           if (!rec) m.extra["check"] = "incumbent";
           m.id = store->record_measurement(m);
           ms.push_back(m);
@@ -442,7 +483,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
 
     for (;;) {
       // Fill the pipeline: proposal i waits only for the observations of candidates ≤ i − depth.
-      while (static_cast<int>(q.size()) < depth && static_cast<int>(spent.size()) < opt.budget) {
+      while (!at_sol && static_cast<int>(q.size()) < depth && static_cast<int>(spent.size()) < opt.budget) {
         int a = pick();
         if (a < 0) break;
         auto prop = agents[static_cast<size_t>(a)]->propose(context(static_cast<size_t>(a)));
@@ -507,6 +548,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         ms = std::move(s.ms);
       }
       Scored sc = score(ms);
+      SolStats ss = sol_stats(ms, sol_us);
       Observation o;
       o.problem = p.def.name;
       o.proposal = s.proposal;
@@ -515,6 +557,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       o.measurement_ids = sc.ids;
       o.median_us = sc.medians;
       o.author = agents[s.agent]->name();
+      o.sol_score = ss.score;
       for (size_t a = 0; a < na; ++a)
         if (a == s.agent || opt.sharing == "full") agents[a]->observe(o);
       if (sc.passed && (best == 0 || sc.geomean_us < best)) {
@@ -524,6 +567,16 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         best = sc.geomean_us;
         best_ref = sc.ref_geomean_us;
         best_hash = s.hash;
+        best_sol = ss;
+        if (opt.sol_stop > 0 && ss.ratio && *ss.ratio <= 1 + opt.sol_stop && !at_sol) {
+          at_sol = true;
+          if (!replaying)
+            store->record_budget_move({"engine", 1.0, 0.0,
+                                       fmt::format("{}: incumbent {} at {:.3f}x speed-of-light (stop at {:.3f}x): the "
+                                                   "problem stops drawing budget",
+                                                   p.def.name, s.name, *ss.ratio, 1 + opt.sol_stop)});
+          spdlog::info("{}: incumbent at {:.3f}x speed-of-light; no further candidates", p.def.name, *ss.ratio);
+        }
       }
       for (auto& f : agents[s.agent]->conclude(context(s.agent))) {
         f.author = agents[s.agent]->name();
@@ -583,9 +636,12 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     po.solved = best > 0;
     po.best_geomean_us = best;
     po.reference_geomean_us = best_ref;
+    po.best_sol_score = best_sol.score;
+    po.best_sol_ratio = best_sol.ratio;
+    po.stopped_at_sol = at_sol;
     if (!best_hash.empty()) po.best_name = known[best_hash].solution.value("name", best_hash);
     po.best_dir = opt.out / p.def.name;
-    write_outputs(p, *store, po.best_dir, best_hash, per_gpu);
+    write_outputs(p, *store, po.best_dir, best_hash, per_gpu, sol_us);
     out.measured += measured;
     out.checks += po.checks;
     for (const auto& rs : runners.stats()) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ struct CampaignOptions {
                                            // and at least 2 per runner when there are several
   std::string gpus;                        // --gpus: "" (one runner), "all", or "0,1,..." (runner.h)
   bool progress = true;
+  // Speed-of-light (sol/problem_sol.h): with `sol`, each problem's workloads get a SOL time from the
+  // device's calibration (measured once when missing) and the oracle's work count; candidates get a
+  // SOL score, and a problem stops drawing budget once its incumbent's geometric-mean time is
+  // within `sol_stop` of SOL (0: never stop early).
+  bool sol = true;
+  double sol_stop = 0.05;
   EvalOptions eval;
 };
 
@@ -55,6 +62,8 @@ struct ProblemOutcome {
   bool solved = false;                     // a candidate passed every workload
   std::string best_name;
   double best_geomean_us = 0, reference_geomean_us = 0;
+  std::optional<double> best_sol_score, best_sol_ratio;  // the incumbent's (sol/problem_sol.h)
+  bool stopped_at_sol = false;             // stopped drawing budget: within sol_stop of SOL
   std::filesystem::path best_dir;
 };
 

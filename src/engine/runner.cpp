@@ -90,7 +90,8 @@ json workload_to_json(const WorkloadEval& w) {
           {"median_us", w.timing ? w.timing->median_us : 0.0},
           {"spread", w.timing ? w.timing->spread : 0.0},
           {"attempts", w.timing ? w.timing->attempts : 0},
-          {"reference_us", w.reference_us.value_or(0.0)}};
+          {"reference_us", w.reference_us.value_or(0.0)},
+          {"compile_us", w.compile_us.value_or(0.0)}};
 }
 
 WorkloadResult workload_from_json(const json& j) {
@@ -102,6 +103,7 @@ WorkloadResult workload_from_json(const json& j) {
   w.spread = j.at("spread");
   w.attempts = j.at("attempts");
   w.reference_us = j.at("reference_us");
+  w.compile_us = j.value("compile_us", 0.0);
   return w;
 }
 

@@ -43,6 +43,7 @@ constexpr int kMaxRequeues = 3;        // times one job may be re-queued before 
 struct WorkloadResult {
   std::string uuid, verdict, message;
   double median_us = 0, spread = 0, reference_us = 0;  // 0 when not timed
+  double compile_us = 0;                               // torch.compile'd reference; 0 when not timed
   int attempts = 0;
 };
 
