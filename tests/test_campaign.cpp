@@ -2,7 +2,8 @@
 // dev RMSNorm problem ends inside its budget with a best solution that `kernelarc eval` verifies;
 // `kill -9` in the middle, then the same command, finishes with no measurement taken twice and
 // the budget respected; a re-run of a finished campaign measures nothing; candidates get SOL
-// scores and a problem at speed-of-light stops drawing budget.
+// scores and a problem at speed-of-light stops drawing budget; SIGTERM ends a campaign with its
+// report written.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -151,4 +152,23 @@ TEST(Campaign, ScoresCandidatesAndStopsAtSpeedOfLight) {
   bool logged = false;
   for (const auto& m : s->budget_moves()) logged |= m.agent == "engine" && m.reason.find("speed-of-light") != std::string::npos;
   EXPECT_TRUE(logged);
+}
+
+// SIGTERM (what `timeout` sends) ends a campaign gracefully: no new proposals, what is in flight
+// is recorded, the outputs and the report are written, and the exit status says it stopped early.
+TEST(Campaign, SigtermStopsProposingAndWritesTheReport) {
+  fs::path out = fs::path(KA_BUILD_DIR) / "test-campaign-term";
+  fs::remove_all(out);
+  fs::path cache = fs::path(KA_BUILD_DIR) / "test-cache";
+  auto cmd = optimize_cmd(out, 200);
+  cmd.insert(cmd.begin(), {"timeout", "--preserve-status", "-s", "TERM", "25"});
+  auto r = ka::run_command(cmd, std::chrono::minutes(10), env(cache));
+  ASSERT_EQ(r.exit_code, 143) << r.output;
+  EXPECT_NE(r.output.find("stopped early by SIGTERM"), std::string::npos) << r.output;
+  Counts c = counts(out / "campaign.db");
+  EXPECT_LT(c.candidates, 200u);
+  EXPECT_EQ(c.measurements, c.distinct);
+  bool wrote = false;
+  for (const auto& d : fs::directory_iterator(out)) wrote |= d.is_directory() && fs::exists(d.path() / "leaderboard.md");
+  EXPECT_TRUE(wrote) << r.output;
 }

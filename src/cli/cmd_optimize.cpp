@@ -95,7 +95,8 @@ void register_optimize(CLI::App& app) {
       fmt::print("runner {} (device {}, {}): {} judged, {} restarts, busy {:.0f}% of wall time\n", rs.index, rs.device_id,
                  rs.gpu, rs.judged, rs.restarts, r.wall_s > 0 ? 100.0 * rs.busy_s / r.wall_s : 0.0);
     if (r.checks > 0) fmt::print("per-GPU checks of incumbents: {} measured now\n", r.checks);
-    set_exit_code(all ? 0 : 1);
+    if (r.terminated) fmt::print("stopped early by SIGTERM: the same command resumes the campaign\n");
+    set_exit_code(r.terminated ? 143 : all ? 0 : 1);
   });
 
   auto* run = app.add_subcommand("runner", "Internal: a campaign's measurement runner (started by optimize)");

@@ -4,9 +4,11 @@
 // best solution, the leaderboard and the findings.
 #include "engine/campaign.h"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -36,6 +38,15 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// SIGTERM (e.g. from `timeout`) ends a campaign gracefully: no new proposals, the candidates in
+// flight are judged and recorded, the outputs and the report are written. A second SIGTERM
+// terminates at once (the default action; the store loses nothing either way).
+std::atomic<bool> g_terminate{false};
+extern "C" void on_sigterm(int) {
+  g_terminate.store(true);
+  ::signal(SIGTERM, SIG_DFL);
+}
 
 // A tiny fixed-size thread pool for builds. Jobs still queued when it is destroyed are dropped
 // (the campaign is stopping on an error).
@@ -296,6 +307,15 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
   // different numbers of runners give the same proposals only at the same --depth.
   const int depth = opt.depth > 0 ? opt.depth : std::max(std::min(jobs, 4), nrun > 1 ? 2 * nrun : 1);
   const bool tty = ::isatty(2);
+  g_terminate.store(false);
+  struct sigaction sa{}, old_sa{};
+  sa.sa_handler = on_sigterm;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, &old_sa);
+  struct Restore {
+    struct sigaction s;
+    ~Restore() { ::sigaction(SIGTERM, &s, nullptr); }
+  } restore{old_sa};
   std::optional<Ceilings> ceilings;
   if (opt.sol) {
     try {
@@ -308,6 +328,12 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
   for (const Problem& p : problems) {
     ProblemOutcome po;
     po.problem = p.def.name;
+    if (g_terminate.load()) {
+      spdlog::warn("{}: not started (SIGTERM)", p.def.name);
+      out.terminated = true;
+      out.problems.push_back(po);
+      continue;
+    }
     std::vector<const Family*> fams;
     std::map<std::string, const Family*> by_name;
     for (const auto& f : families)
@@ -483,7 +509,12 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
 
     for (;;) {
       // Fill the pipeline: proposal i waits only for the observations of candidates ≤ i − depth.
-      while (!at_sol && static_cast<int>(q.size()) < depth && static_cast<int>(spent.size()) < opt.budget) {
+      if (g_terminate.load() && !out.terminated) {
+        out.terminated = true;
+        spdlog::warn("SIGTERM: no new candidates; finishing the {} in flight", q.size());
+      }
+      while (!at_sol && !g_terminate.load() && static_cast<int>(q.size()) < depth &&
+             static_cast<int>(spent.size()) < opt.budget) {
         int a = pick();
         if (a < 0) break;
         auto prop = agents[static_cast<size_t>(a)]->propose(context(static_cast<size_t>(a)));

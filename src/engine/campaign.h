@@ -71,6 +71,7 @@ struct CampaignOutcome {
   std::vector<ProblemOutcome> problems;
   double wall_s = 0, measure_s = 0, build_s = 0;  // measure_s: summed over runners
   int measured = 0, checks = 0;
+  bool terminated = false;                // SIGTERM ended it early (outputs written for what ran)
   std::vector<RunnerStats> runners;       // per runner, summed over problems
   double candidates_per_minute() const { return wall_s > 0 ? measured * 60.0 / wall_s : 0; }
 };
