@@ -149,7 +149,7 @@ def knobs_str(k):
 
 def build(fam, defn, knobs, mode, workdir, arch, verbose_ptxas=False):
     src = point_source(fam, defn, knobs)
-    h = hashlib.sha256((mode + arch + src + open(EMU_HEADER).read()).encode()).hexdigest()[:16]
+    h = hashlib.sha256((mode + arch + os.environ.get("KA_NVCC_EXTRA", "") + src + open(EMU_HEADER).read()).encode()).hexdigest()[:16]
     so = os.path.join(workdir, f"{fam['name']}_{knobs_str(knobs)}_{mode}_{h}.so")
     if os.path.exists(so) and not verbose_ptxas:
         return so, 0.0
@@ -166,6 +166,7 @@ def build(fam, defn, knobs, mode, workdir, arch, verbose_ptxas=False):
                "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", f"-I{inc}", "-o", so, cu]
         if verbose_ptxas:
             cmd[1:1] = ["-Xptxas", "-v"]
+        cmd[1:1] = os.environ.get("KA_NVCC_EXTRA", "").split()  # e.g. -lineinfo for compute-sanitizer
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:

@@ -75,7 +75,7 @@ opt_t=${OPT_TIMEOUT:-330}
 (( opt_t < 60 )) && opt_t=60
 start=$(date +%s)
 if (( BUDGET == 0 )); then echo "optimize skipped (BUDGET=0)" >"$OUT/optimize.txt"; else
-timeout $opt_t $K optimize "$STAGE/$G" "$STAGE/$M" --target cuda --budget "$BUDGET" --out "$CAMP" --seed 1 --no-progress \
+timeout -k 45 $opt_t $K optimize "$STAGE/$G" "$STAGE/$M" --target cuda --budget "$BUDGET" --out "$CAMP" --seed 1 --no-progress \
   >"$OUT/optimize.txt" 2>&1
 echo "optimize exit $? wall $(( $(date +%s) - start )) s (limit $opt_t s)" >>"$OUT/optimize.txt"
 fi

@@ -27,7 +27,7 @@ probs=()
 for n in ${PROBS:-021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
          001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168}; do probs+=("$P/$n"); done
 start=$(date +%s)
-timeout ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
+timeout -k 45 ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
 echo "optimize wall: $(( $(date +%s) - start )) s" >>"$OUT/optimize.txt"
 python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
 # The store and the per-problem outputs travel back in the archive (the device tool returns files at

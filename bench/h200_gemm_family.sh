@@ -207,7 +207,7 @@ OPT_T=$(($(left) - 40))
 ((OPT_T > ${OPT_TIMEOUT:-300})) && OPT_T=${OPT_TIMEOUT:-300}
 if ((OPT_T > 60)) && [[ -x $K ]] && ((${BUDGET:-16} > 0)); then
   t0=$(date +%s)
-  timeout "$OPT_T" "$K" optimize "$P/004_gemm_n128_k2048" --target cuda --budget "${BUDGET:-16}" \
+  timeout -k 45 "$OPT_T" "$K" optimize "$P/004_gemm_n128_k2048" --target cuda --budget "${BUDGET:-16}" \
     --families "$W/families" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
   echo "optimize exit $?, wall $(($(date +%s) - t0)) s (limit $OPT_T s)" >>"$OUT/optimize.txt"
 else
