@@ -103,7 +103,7 @@ if [[ ${COMPILE_ALL:-0} == 1 ]]; then
   mapfile -t ALL < <(points $SHAPES | python3 -c '
 import sys
 pts = [l.split() for l in sys.stdin.read().splitlines()]
-key = lambda p: tuple(x for x in p if not x.startswith(("SPLITK=", "RASTER=")))
+key = lambda p: tuple(x for x in p if not x.startswith(("SPLITK=", "RASTER=")))  # PERSIST, CLUSTER: kernels
 first, rest, seen = [], [], {}
 for p in pts:
     k = key(p)
@@ -157,14 +157,19 @@ declare -A PT=(
   [p02_bm128_bn256_s3_r1]="BM=128 BN=256 BK=64 STAGES=3 SPLITK=1 RASTER=1 SMALLN=0"
   [p03_bm64_bn64_s6_sk16]="BM=64 BN=64 BK=64 STAGES=6 SPLITK=16 RASTER=0 SMALLN=0"
   [p04_bm64_bn256_s5_sk4_r1]="BM=64 BN=256 BK=64 STAGES=5 SPLITK=4 RASTER=1 SMALLN=0"
-  [p05_bm128_bn64_s2_sk2_r1]="BM=128 BN=64 BK=64 STAGES=2 SPLITK=2 RASTER=1 SMALLN=0"
+  [p05_pc2_bn64_s2_sk2_r1]="BM=128 BN=64 BK=64 STAGES=2 SPLITK=2 RASTER=1 SMALLN=0 PERSIST=1 CLUSTER=2"
   [p06_sn16]="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=16"
   [p07_sn64_sk32]="BM=128 BN=128 BK=64 STAGES=4 SPLITK=32 RASTER=1 SMALLN=64"
   [p08_bn256_sn256_sk8]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=8 RASTER=0 SMALLN=256"
   [p09_bm64_sn128_sk16]="BM=64 BN=128 BK=64 STAGES=3 SPLITK=16 RASTER=0 SMALLN=128"
   [p10_bn256_sn32_sk16]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32"
+  [p11_p1_bn256_s4_sn32_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
+  [p12_pc2_bn256_s4_sn256_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=8 RASTER=1 SMALLN=256 PERSIST=1 CLUSTER=2"
+  [p13_pc2_bn128_s6_sn64]="BM=128 BN=128 BK=64 STAGES=6 SPLITK=4 RASTER=0 SMALLN=64 PERSIST=1 CLUSTER=2"
 )
-SM80_KNOBS="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0"
+# Points without the PERSIST / CLUSTER knobs get PERSIST=0 CLUSTER=1 (the non-persistent kernel).
+for l in "${!PT[@]}"; do [[ ${PT[$l]} == *PERSIST=* ]] || PT[$l]="${PT[$l]} PERSIST=0 CLUSTER=1"; done
+SM80_KNOBS="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0 PERSIST=0 CLUSTER=1"
 mkdir -p "$W/pts"
 {
   for l in "${!PT[@]}"; do printf '%s\t%s\t%s\n' "$W/pts/$l" "$GENCODE_90A" "${PT[$l]}"; done

@@ -16,6 +16,18 @@
 //                 swap-AB kernel computing Cᵀ = B·Aᵀ, 64 rows of B per CTA as the wgmma M side and
 //                 all of A as the wgmma N side (the narrowest compiled width 8, 16, ..., SMALLN that
 //                 holds M), ring of 8 stages (5 at width 256). The decode path: B is read once.
+//   KA_PERSIST    0: the large-M path launches one CTA per work unit (tile, or tile × K slice);
+//                 1: a persistent kernel (hopper_gemm_persistent): min(#units, #SMs) CTAs loop over
+//                 the units in RASTER order, the producer streams the next unit's k-tiles while the
+//                 consumers run the epilogue, and the epilogue stages 64×64 output chunks in shared
+//                 memory (two 8 KB buffers per consumer warpgroup, BM·256 bytes more shared memory)
+//                 and writes them with TMA stores that drain under the next tile's MMAs (direct
+//                 stores when C is not 16-byte aligned or N % 8 != 0). Split-K units run in the
+//                 same loop. The small-M path is unchanged.
+//   KA_CLUSTER    1, or 2 (needs PERSIST = 1): clusters of two CTAs along M compute the tiles
+//                 (2i, j), (2i+1, j); each loads its own A tile and half of the common B tile,
+//                 multicast to both (half the L2 → SM traffic of B; for skinny N, B is the larger
+//                 part of it). The grid is sized by cudaOccupancyMaxActiveClusters.
 //
 // Structure (sm_90a): per CTA, 1 or 2 consumer warpgroups + 1 producer warp (warp-specialised).
 // The producer's elected lane issues cp.async.bulk.tensor (TMA, 128B swizzle, zero fill out of
@@ -23,6 +35,12 @@
 // m64nNk16 (both operands K-major from shared memory, descriptors with 128B swizzle, SBO 1024),
 // keep one wgmma group in flight and release stage s-1 to the producer through empty[s-1] (one
 // arrive per consumer warp). Epilogue: fp32 → fp16/bf16 with bounds checks on M (any M ≥ 1) and N.
+// PERSIST = 1: the ring's stage and mbarrier parity come from a k-tile counter that both sides carry
+// across units; consumers release every stage (the last of a unit after wgmma.wait_group 0). With
+// CLUSTER = 2, empty[s] counts the consumer warps of both CTAs (local and remote arrives), full[s]
+// expects the whole stage (own A + both B halves, one of them written by the peer's multicast), and
+// cluster barriers after the mbarrier init and before exit keep the peer's arrives and writes inside
+// the lifetime of the CTA they target.
 //
 // Epilogue hook: define KA_EPILOGUE(v, m, n) (float v = the fp32 sum of C[m][n], int64 m, n) before
 // this file to fuse an elementwise op (bias, activation, residual, scale); identity by default.
