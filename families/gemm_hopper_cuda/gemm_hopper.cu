@@ -24,10 +24,10 @@
 //                 and writes them with TMA stores that drain under the next tile's MMAs (direct
 //                 stores when C is not 16-byte aligned or N % 8 != 0). Split-K units run in the
 //                 same loop. The small-M path is unchanged.
-//   KA_CLUSTER    1, or 2 (needs PERSIST = 1): clusters of two CTAs along M compute the tiles
-//                 (2i, j), (2i+1, j); each loads its own A tile and half of the common B tile,
-//                 multicast to both (half the L2 → SM traffic of B; for skinny N, B is the larger
-//                 part of it). The grid is sized by cudaOccupancyMaxActiveClusters.
+//   KA_CLUSTER    1, or 2 or 4 (needs PERSIST = 1): clusters of CL CTAs along M compute the tiles
+//                 (CL·i + r, j), r < CL; each loads its own A tile and 1/CL of the common B tile,
+//                 multicast to all of them (1/CL of the L2 → SM traffic of B; for skinny N, B is the
+//                 larger part of it). The grid is sized by cudaOccupancyMaxActiveClusters.
 //
 // Structure (sm_90a): per CTA, 1 or 2 consumer warpgroups + 1 producer warp (warp-specialised).
 // The producer's elected lane issues cp.async.bulk.tensor (TMA, 128B swizzle, zero fill out of
@@ -37,10 +37,10 @@
 // arrive per consumer warp). Epilogue: fp32 → fp16/bf16 with bounds checks on M (any M ≥ 1) and N.
 // PERSIST = 1: the ring's stage and mbarrier parity come from a k-tile counter that both sides carry
 // across units; consumers release every stage (the last of a unit after wgmma.wait_group 0). With
-// CLUSTER = 2, empty[s] counts the consumer warps of both CTAs (local and remote arrives), full[s]
-// expects the whole stage (own A + both B halves, one of them written by the peer's multicast), and
-// cluster barriers after the mbarrier init and before exit keep the peer's arrives and writes inside
-// the lifetime of the CTA they target.
+// CLUSTER > 1, empty[s] counts the consumer warps of all CTAs of the cluster (local and remote
+// arrives), full[s] expects the whole stage (own A + all B parts, the others written by the peers'
+// multicasts), and cluster barriers after the mbarrier init and before exit keep the peers' arrives
+// and writes inside the lifetime of the CTA they target.
 //
 // Epilogue hook: define KA_EPILOGUE(v, m, n) (float v = the fp32 sum of C[m][n], int64 m, n) before
 // this file to fuse an elementwise op (bias, activation, residual, scale); identity by default.
@@ -109,8 +109,8 @@ static_assert(kSmallN == 0 || kSmallN == 8 || kSmallN == 16 || kSmallN == 32 || 
 // row (64 K elements), plus 1024 bytes of alignment slack and the barriers.
 constexpr int smem_bytes(int tp, int tq, int stages) { return 1024 + stages * (tp + tq) * 128 + 16 * stages + 64; }
 static_assert(kPersist == 0 || kPersist == 1, "PERSIST must be 0 or 1");
-static_assert(kCluster == 1 || kCluster == 2, "CLUSTER must be 1 or 2");
-static_assert(kCluster == 1 || kPersist == 1, "CLUSTER = 2 needs PERSIST = 1");
+static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER must be 1, 2 or 4");
+static_assert(kCluster == 1 || kPersist == 1, "CLUSTER > 1 needs PERSIST = 1");
 // The persistent kernel adds two 64×64 output staging buffers (8 KB each) per consumer warpgroup
 // for its TMA-store epilogue: TP · 256 bytes.
 constexpr int smem_bytes_persist(int tp, int tq, int stages) { return smem_bytes(tp, tq, stages) + tp * 256; }
@@ -623,11 +623,12 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
 // conflict free) and one thread issues a TMA store per chunk; the store drains while the next tile's
 // MMAs run (a buffer is rewritten only after its previous store has been read: bulk wait_group.read).
 // Otherwise direct 4-byte stores as in the non-persistent kernel.
-// CL = 2 (CLUSTER): clusters of 2 CTAs take the tiles (2·pp, tq) and (2·pp + 1, tq) of one unit; each
-// CTA loads its own A tile and half of the shared B tile, multicast to both CTAs (halves the L2 → SM
-// traffic of B). A stage is refilled only when the consumers of both CTAs have released it: empty[s]
-// counts the consumer warps of both CTAs (each warp arrives locally and on the peer). A CTA whose tile
-// row is past the last (tilesP odd) still loads and computes (zero-filled A) but stores nothing.
+// CL = 2 or 4 (CLUSTER): the CL CTAs of a cluster take the tiles (CL·pg + rank, tq) of one unit; each
+// CTA loads its own A tile and 1/CL of the shared B tile (TQ/CL rows), multicast to all of them (the
+// L2 → SM traffic of B divided by CL). A stage is refilled only when the consumers of every CTA of the
+// cluster have released it: empty[s] counts the consumer warps of all CL CTAs (each warp arrives on
+// every CTA's barrier). A CTA whose tile row is past the last (tilesP % CL != 0) still loads and
+// computes (zero-filled A) but stores nothing.
 // ------------------------------------------------------------------------------------------------
 template <typename T, int WG, int TQ, int STAGES, int CL>
 __global__ void __launch_bounds__(WG * 128 + 32, 1)
@@ -756,7 +757,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
       for (int i = 0; i < TQ / 2; ++i) fence_operand(acc[i]);
       __syncwarp();
       if (nk > 0 && lane == 0) release(prev);  // the last stage of this unit (the ring carries on)
-      if (tp >= tilesP) continue;              // CL = 2 and tilesP odd: a padding tile row, nothing to store
+      if (tp >= tilesP) continue;              // CL > 1, tilesP % CL != 0: a padding tile row, nothing to store
 
       if (splits > 1) {
         const int t = tp * tilesQ + tq;  // < tiles ≤ #SMs (split-K only runs when tiles < #SMs)
@@ -844,7 +845,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
     if (leader) bulk_wait_all();  // staging buffers stay valid until the last store has read them
     __syncwarp();
   }
-  // CL = 2: no CTA leaves while its peer may still arrive on its barriers or multicast into it.
+  // CL > 1: no CTA leaves while a peer may still arrive on its barriers or multicast into it.
   if (CL > 1) cluster_sync();
 #endif  // KA_GEMM_WGMMA
 }
