@@ -185,8 +185,11 @@ done
 
 if [[ ${BUILD_ONLY:-0} == 1 ]]; then cat "$OUT/compile.txt" "$OUT/notes.txt" 2>/dev/null; exit 0; fi
 
-# 2. Self-test, one process per point.
-for l in $LABELS; do
+# 2. Self-test, one process per point: the PERSIST=1 points first (the newest kernel; a run cut short
+#    by DEADLINE skips the last labels).
+RUN_ORDER=$(for l in $LABELS; do [[ ${PT[$l]:-} == *PERSIST=1* ]] && echo "$l"; done
+            for l in $LABELS; do [[ ${PT[$l]:-} == *PERSIST=1* ]] || echo "$l"; done)
+for l in $RUN_ORDER; do
   if [[ ! -f $W/pts/$l/candidate.so || ! -x $W/selftest ]]; then
     echo "ROW $l - 0 0 0 NOT_BUILT 0 0 0 0" >"$OUT/selftest_$l.txt"
     continue
