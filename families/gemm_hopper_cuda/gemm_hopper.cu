@@ -9,7 +9,12 @@
 //   KA_SPLITK     most K slices per output tile: the host picks the smallest power of two
 //                 s ≤ SPLITK with tiles·s ≥ #SMs (and s ≤ #k-tiles); s > 1 accumulates fp32
 //                 partials with float2 atomics in a cached, self-cleaning workspace, and the last
-//                 CTA of a tile (per-tile arrival counter) converts and stores the tile
+//                 CTA of a tile (per-tile arrival counter) converts and stores the tile.
+//                 PERSIST = 1 instead splits only the partial last wave: whole waves of tiles over
+//                 the co-resident CTAs (clusters) first, then the remaining tiles in the largest
+//                 power-of-two number of slices s ≤ SPLITK that still fits one round (tail·s ≤
+//                 #CTAs); with fewer tiles than CTAs that is the whole problem, as before but never
+//                 more slices than one round holds
 //   KA_RASTER     0: row-major tile order (CTAs that run together share an A tile),
 //                 1: grouped by 8 tile-rows (L2 reuse of B as well)
 //   KA_SMALLN     0, or the largest M served by the small-M path (8, 16, 32, 64, 128, 256): a
@@ -613,9 +618,9 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
 // ------------------------------------------------------------------------------------------------
 // Persistent sm_90a kernel (PERSIST = 1, large-M path only): C[M,N] = A·Bᵀ, TP = 64·WG rows of A and
 // TQ rows of B per tile. Grid = #co-resident CTAs; CTA b takes work units b, b + G, b + 2G, ...
-// (G = gridDim.x / CL clusters; a unit is one output tile, or one K slice of it with split-K; units
-// in the RASTER order of the non-persistent kernel, so the CTAs running together cover the same tiles
-// as one of its waves). The producer lane runs through the k-tiles of all its units without pause
+// (G = gridDim.x / CL clusters; a unit is one output tile, or, for the tiles of the partial last wave,
+// one K slice of it (split-K); units in the RASTER order of the non-persistent kernel, so the CTAs
+// running together cover the same tiles as one of its waves). The producer lane runs through the k-tiles of all its units without pause
 // (ring stage and mbarrier phase come from one running k-tile counter shared by producer and
 // consumers), so the next tile's loads proceed while the consumers run the epilogue.
 // Epilogue (tma_store != 0: C 16-byte aligned, N % 8 == 0): each consumer warpgroup writes its
@@ -634,8 +639,8 @@ template <typename T, int WG, int TQ, int STAGES, int CL>
 __global__ void __launch_bounds__(WG * 128 + 32, 1)
     hopper_gemm_persistent(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmY,
                            const __grid_constant__ CUtensorMap tmC, T* __restrict__ C, float* __restrict__ ws,
-                           unsigned* __restrict__ counters, int M, int N, int K, int tilesP, int tilesQ, int splits,
-                           int raster, int tma_store) {
+                           unsigned* __restrict__ counters, int M, int N, int K, int tilesP, int tilesQ,
+                           int full_units, int tail, int tsplit, int raster, int tma_store) {
 #if KA_GEMM_WGMMA
   constexpr int TP = 64 * WG;
   constexpr int X_BYTES = TP * 128, Y_BYTES = TQ * 128, YH_BYTES = Y_BYTES / CL;
@@ -654,12 +659,25 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
   const int cid = CL > 1 ? static_cast<int>(blockIdx.x) / CL : static_cast<int>(blockIdx.x);
   const int ncl = static_cast<int>(gridDim.x) / CL;
   const int tilesPg = (tilesP + CL - 1) / CL;  // tile rows per cluster-row group
-  const int tilesG = tilesPg * tilesQ;
-  const int units = tilesG * splits;
+  const int units = full_units + tail * tsplit;
   const int kTiles = (K + 63) / 64;
-  // Unit u → tile (tp, tq) of this CTA and its k-tile range [kb, kb + nk).
-  auto decode = [&](int u, int& tp, int& tq, int& kb, int& nk) {
-    const int z = u / tilesG, t = u - z * tilesG;
+  // Unit u → tile (tp, tq) of this CTA, its k-tile range [kb, kb + nk) and the number of K slices ns
+  // of that tile (> 1: split-K, workspace slot wi). Units [0, full_units) are whole tiles (the first
+  // full_units tile groups in RASTER order, whole waves of the grid); the remaining `tail` tile groups
+  // are cut into tsplit K slices each, unit full_units + z·tail + i being slice z of group full_units + i.
+  auto decode = [&](int u, int& tp, int& tq, int& kb, int& nk, int& ns, int& wi) {
+    int t, z;
+    if (u < full_units) {
+      t = u;
+      z = 0;
+      ns = 1;
+    } else {
+      const int v = u - full_units;
+      z = v / tail;
+      t = full_units + (v - z * tail);
+      ns = tsplit;
+    }
+    wi = (t - full_units) * CL + static_cast<int>(rank);
     int pg;
     if (raster == 0) {
       pg = t / tilesQ;
@@ -673,8 +691,8 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
       tq = within / rows;
     }
     tp = pg * CL + static_cast<int>(rank);
-    kb = static_cast<int>(static_cast<long long>(z) * kTiles / splits);
-    nk = static_cast<int>(static_cast<long long>(z + 1) * kTiles / splits) - kb;
+    kb = static_cast<int>(static_cast<long long>(z) * kTiles / ns);
+    nk = static_cast<int>(static_cast<long long>(z + 1) * kTiles / ns) - kb;
   };
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -694,8 +712,8 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
       prefetch_tmap(&tmY);
       uint32_t it = 0;
       for (int u = cid; u < units; u += ncl) {
-        int tp, tq, kb, nk;
-        decode(u, tp, tq, kb, nk);
+        int tp, tq, kb, nk, ns, wi;
+        decode(u, tp, tq, kb, nk, ns, wi);
         for (int i = 0; i < nk; ++i, ++it) {
           const int s = static_cast<int>(it % STAGES);
           const uint32_t ph = (it / STAGES) & 1u;
@@ -731,8 +749,8 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
       }
     };
     for (int u = cid; u < units; u += ncl) {
-      int tp, tq, kb, nk;
-      decode(u, tp, tq, kb, nk);
+      int tp, tq, kb, nk, ns, wi;
+      decode(u, tp, tq, kb, nk, ns, wi);
 #pragma unroll
       for (int i = 0; i < TQ / 2; ++i) acc[i] = 0.f;
       int prev = 0;
@@ -759,8 +777,8 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
       if (nk > 0 && lane == 0) release(prev);  // the last stage of this unit (the ring carries on)
       if (tp >= tilesP) continue;              // CL > 1, tilesP % CL != 0: a padding tile row, nothing to store
 
-      if (splits > 1) {
-        const int t = tp * tilesQ + tq;  // < tiles ≤ #SMs (split-K only runs when tiles < #SMs)
+      if (ns > 1) {
+        const int t = wi;  // < CL · tail ≤ #SMs: one workspace tile and counter per split tile
         float* wt = ws + static_cast<size_t>(t) * TP * TQ;
 #pragma unroll
         for (int j = 0; j < TQ / 8; ++j)
@@ -770,7 +788,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
                       make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
         __threadfence();
         named_barrier(1, WG * 128);
-        if (threadIdx.x == 0) s_last = atomicAdd(&counters[t], 1u) == static_cast<unsigned>(splits - 1);
+        if (threadIdx.x == 0) s_last = atomicAdd(&counters[t], 1u) == static_cast<unsigned>(ns - 1);
         named_barrier(1, WG * 128);
         if (!s_last) continue;
         __threadfence();
@@ -1016,7 +1034,8 @@ DeviceState& device_state(int dev) {
   return d;
 }
 
-// The workspace for split-K: at most #SMs tiles are ever split (splits > 1 only when tiles < #SMs),
+// The workspace for split-K: at most #SMs tiles are ever split (splits > 1 only when tiles < #SMs;
+// PERSIST = 1: only the tail of < #co-resident-clusters tile groups, CL tiles each, slot (i·CL + rank)),
 // so #SMs · (largest tile) floats and #SMs counters, allocated once, zeroed once.
 bool ensure_workspace(DeviceState& d, size_t tile_floats) {
   const size_t need = static_cast<size_t>(d.sms) * tile_floats;
@@ -1160,17 +1179,26 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
   if (tma_store && !make_map<T>(&mc, C, M, N, 64)) tma_store = 0;
   if (!tma_store) mc = mx;  // unused by the kernel
   const int tilesP = (M + TP - 1) / TP, tilesQ = (N + TQ - 1) / TQ;
-  const long long tiles = static_cast<long long>(tilesP) * tilesQ;
-  if (tiles > 0x3fffffffLL) return false;
+  const long long groups_ll = static_cast<long long>((tilesP + CL - 1) / CL) * tilesQ;  // tile groups of CL rows
+  if (groups_ll > 0x3fffffffLL) return false;
+  const int groups = static_cast<int>(groups_ll);
   const int k_tiles = (K + 63) / 64;
-  int splits = tiles < d.sms ? choose_splits(static_cast<int>(tiles), k_tiles, d.sms) : 1;
-  if (splits > 1 && !ensure_workspace(d, static_cast<size_t>(TP) * TQ)) splits = 1;
-  const long long units = static_cast<long long>((tilesP + CL - 1) / CL) * tilesQ * splits;
+  // Work units: whole waves of tile groups over the co-resident clusters (P of them), then the
+  // remaining `tail` groups (the partial last wave) cut into tsplit K slices, the largest power of
+  // two ≤ SPLITK with tail · tsplit ≤ P (and ≥ 2 k-tiles per slice): the tail takes one round of
+  // 1/tsplit of a tile instead of a whole tile. (Fewer groups than P: the whole problem is the tail.)
+  const int P = CL == 1 ? d.sms : max_clusters[dev];
+  const int full_units = (groups / P) * P, tail = groups - full_units;
+  int tsplit = 1;
+  while (tail > 0 && 2 * tsplit <= kSplitK && static_cast<long long>(tail) * 2 * tsplit <= P && 4 * tsplit <= k_tiles)
+    tsplit *= 2;
+  if (tsplit > 1 && !ensure_workspace(d, static_cast<size_t>(TP) * TQ)) tsplit = 1;
+  const long long units = static_cast<long long>(full_units) + static_cast<long long>(tail) * tsplit;
   if (units > 0x7fffffffLL) return false;
   if (CL == 1) {
     const int grid = static_cast<int>(units < d.sms ? units : d.sms);
-    kernel<<<grid, WG * 128 + 32, smem>>>(mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, splits, kRaster,
-                                          tma_store);
+    kernel<<<grid, WG * 128 + 32, smem>>>(mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail,
+                                          tsplit, kRaster, tma_store);
   } else {
     const int ncl = static_cast<int>(units < max_clusters[dev] ? units : max_clusters[dev]);
     cudaLaunchConfig_t cfg{};
@@ -1185,8 +1213,8 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
     cfg.stream = 0;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    if (cudaLaunchKernelEx(&cfg, kernel, mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, splits,
-                           static_cast<int>(kRaster), tma_store) != cudaSuccess)
+    if (cudaLaunchKernelEx(&cfg, kernel, mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail,
+                           tsplit, static_cast<int>(kRaster), tma_store) != cudaSuccess)
       return false;
   }
   return cudaPeekAtLastError() == cudaSuccess;
