@@ -103,7 +103,7 @@ if [[ ${COMPILE_ALL:-0} == 1 ]]; then
   mapfile -t ALL < <(points $SHAPES | python3 -c '
 import sys
 pts = [l.split() for l in sys.stdin.read().splitlines()]
-key = lambda p: tuple(x for x in p if not x.startswith(("SPLITK=", "RASTER=")))
+key = lambda p: tuple(x for x in p if not x.startswith(("SPLITK=", "RASTER=")))  # PERSIST, CLUSTER: kernels
 first, rest, seen = [], [], {}
 for p in pts:
     k = key(p)
@@ -157,14 +157,19 @@ declare -A PT=(
   [p02_bm128_bn256_s3_r1]="BM=128 BN=256 BK=64 STAGES=3 SPLITK=1 RASTER=1 SMALLN=0"
   [p03_bm64_bn64_s6_sk16]="BM=64 BN=64 BK=64 STAGES=6 SPLITK=16 RASTER=0 SMALLN=0"
   [p04_bm64_bn256_s5_sk4_r1]="BM=64 BN=256 BK=64 STAGES=5 SPLITK=4 RASTER=1 SMALLN=0"
-  [p05_bm128_bn64_s2_sk2_r1]="BM=128 BN=64 BK=64 STAGES=2 SPLITK=2 RASTER=1 SMALLN=0"
+  [p05_pc2_bn64_s2_sk2_r1]="BM=128 BN=64 BK=64 STAGES=2 SPLITK=2 RASTER=1 SMALLN=0 PERSIST=1 CLUSTER=2"
   [p06_sn16]="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=16"
   [p07_sn64_sk32]="BM=128 BN=128 BK=64 STAGES=4 SPLITK=32 RASTER=1 SMALLN=64"
   [p08_bn256_sn256_sk8]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=8 RASTER=0 SMALLN=256"
   [p09_bm64_sn128_sk16]="BM=64 BN=128 BK=64 STAGES=3 SPLITK=16 RASTER=0 SMALLN=128"
   [p10_bn256_sn32_sk16]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32"
+  [p11_p1_bn256_s4_sn32_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
+  [p12_pc2_bn256_s4_sn256_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=8 RASTER=1 SMALLN=256 PERSIST=1 CLUSTER=2"
+  [p13_pc4_bn128_s6_sn64]="BM=128 BN=128 BK=64 STAGES=6 SPLITK=4 RASTER=0 SMALLN=64 PERSIST=1 CLUSTER=4"
 )
-SM80_KNOBS="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0"
+# Points without the PERSIST / CLUSTER knobs get PERSIST=0 CLUSTER=1 (the non-persistent kernel).
+for l in "${!PT[@]}"; do [[ ${PT[$l]} == *PERSIST=* ]] || PT[$l]="${PT[$l]} PERSIST=0 CLUSTER=1"; done
+SM80_KNOBS="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0 PERSIST=0 CLUSTER=1"
 mkdir -p "$W/pts"
 {
   for l in "${!PT[@]}"; do printf '%s\t%s\t%s\n' "$W/pts/$l" "$GENCODE_90A" "${PT[$l]}"; done
@@ -180,8 +185,11 @@ done
 
 if [[ ${BUILD_ONLY:-0} == 1 ]]; then cat "$OUT/compile.txt" "$OUT/notes.txt" 2>/dev/null; exit 0; fi
 
-# 2. Self-test, one process per point.
-for l in $LABELS; do
+# 2. Self-test, one process per point: the PERSIST=1 points first (the newest kernel; a run cut short
+#    by DEADLINE skips the last labels).
+RUN_ORDER=$(for l in $LABELS; do [[ ${PT[$l]:-} == *PERSIST=1* ]] && echo "$l"; done
+            for l in $LABELS; do [[ ${PT[$l]:-} == *PERSIST=1* ]] || echo "$l"; done)
+for l in $RUN_ORDER; do
   if [[ ! -f $W/pts/$l/candidate.so || ! -x $W/selftest ]]; then
     echo "ROW $l - 0 0 0 NOT_BUILT 0 0 0 0" >"$OUT/selftest_$l.txt"
     continue
@@ -200,6 +208,15 @@ if [[ -f $W/pts/$l/candidate.so && -x $W/selftest ]] && (($(left) > 120)); then
     >"$OUT/selftest_misaligned.txt" 2>&1
   echo "exit $?" >>"$OUT/selftest_misaligned.txt"
 fi
+
+# C alone 4-byte (not 16-byte) aligned: the persistent kernel's direct-store fallback (no TMA store).
+for l in p11_p1_bn256_s4_sn32_r1 p12_pc2_bn256_s4_sn256_r1; do
+  if [[ -f $W/pts/$l/candidate.so && -x $W/selftest ]] && (($(left) > 140)); then
+    timeout 60 "$W/selftest" --lib "$W/pts/$l/candidate.so" --label "coff2_$l" --c-offset 2 --reps 0 \
+      --ms 13,200,1024,4097 --hang-s 15 >"$OUT/selftest_coff2_$l.txt" 2>&1
+    echo "exit $?" >>"$OUT/selftest_coff2_$l.txt"
+  fi
+done
 
 # 3. A campaign on 004 with this family only.
 rm -rf "$W/families" && mkdir -p "$W/families" && cp -r "$FAM" "$W/families/"
@@ -251,10 +268,10 @@ for n in notes[:20]:
     print("note:", n)
 print("== best passing config per case (us) vs cuBLAS (full table: selftest_table.txt)")
 print("{:<4} {:>6} {:>6} {:>5} {:>9} {:>9} {:>7}  {}".format("dt", "M", "N", "K", "best_us", "cublas_us", "speedup", "config"))
-keys = sorted({(r["dt"], r["N"], r["K"], r["M"]) for r in rows if r["dt"] != "-" and not r["cfg"].startswith("misaligned")})
+keys = sorted({(r["dt"], r["N"], r["K"], r["M"]) for r in rows if r["dt"] != "-" and not r["cfg"].startswith(("misaligned", "coff2"))})
 for dt, N, K, M in keys:
     rs = [r for r in rows if (r["dt"], r["N"], r["K"], r["M"]) == (dt, N, K, M) and r["st"] in ("ok", "tol")
-          and r["us"] > 0 and not r["cfg"].startswith(("misaligned", "sm80"))]
+          and r["us"] > 0 and not r["cfg"].startswith(("misaligned", "sm80", "coff2"))]
     if not rs:
         print(f"{dt:<4} {M:>6} {N:>6} {K:>5}  no passing sm_90a config")
         continue

@@ -9,13 +9,30 @@
 //   KA_SPLITK     most K slices per output tile: the host picks the smallest power of two
 //                 s ≤ SPLITK with tiles·s ≥ #SMs (and s ≤ #k-tiles); s > 1 accumulates fp32
 //                 partials with float2 atomics in a cached, self-cleaning workspace, and the last
-//                 CTA of a tile (per-tile arrival counter) converts and stores the tile
+//                 CTA of a tile (per-tile arrival counter) converts and stores the tile.
+//                 PERSIST = 1 instead splits only the partial last wave: whole waves of tiles over
+//                 the co-resident CTAs (clusters) first, then the remaining tiles in the largest
+//                 power-of-two number of slices s ≤ SPLITK that still fits one round (tail·s ≤
+//                 #CTAs); with fewer tiles than CTAs that is the whole problem, as before but never
+//                 more slices than one round holds
 //   KA_RASTER     0: row-major tile order (CTAs that run together share an A tile),
 //                 1: grouped by 8 tile-rows (L2 reuse of B as well)
 //   KA_SMALLN     0, or the largest M served by the small-M path (8, 16, 32, 64, 128, 256): a
 //                 swap-AB kernel computing Cᵀ = B·Aᵀ, 64 rows of B per CTA as the wgmma M side and
 //                 all of A as the wgmma N side (the narrowest compiled width 8, 16, ..., SMALLN that
 //                 holds M), ring of 8 stages (5 at width 256). The decode path: B is read once.
+//   KA_PERSIST    0: the large-M path launches one CTA per work unit (tile, or tile × K slice);
+//                 1: a persistent kernel (hopper_gemm_persistent): min(#units, #SMs) CTAs loop over
+//                 the units in RASTER order, the producer streams the next unit's k-tiles while the
+//                 consumers run the epilogue, and the epilogue stages 64×64 output chunks in shared
+//                 memory (two 8 KB buffers per consumer warpgroup, BM·256 bytes more shared memory)
+//                 and writes them with TMA stores that drain under the next tile's MMAs (direct
+//                 stores when C is not 16-byte aligned or N % 8 != 0). Split-K units run in the
+//                 same loop. The small-M path is unchanged.
+//   KA_CLUSTER    1, or 2 or 4 (needs PERSIST = 1): clusters of CL CTAs along M compute the tiles
+//                 (CL·i + r, j), r < CL; each loads its own A tile and 1/CL of the common B tile,
+//                 multicast to all of them (1/CL of the L2 → SM traffic of B; for skinny N, B is the
+//                 larger part of it). The grid is sized by cudaOccupancyMaxActiveClusters.
 //
 // Structure (sm_90a): per CTA, 1 or 2 consumer warpgroups + 1 producer warp (warp-specialised).
 // The producer's elected lane issues cp.async.bulk.tensor (TMA, 128B swizzle, zero fill out of
@@ -23,6 +40,12 @@
 // m64nNk16 (both operands K-major from shared memory, descriptors with 128B swizzle, SBO 1024),
 // keep one wgmma group in flight and release stage s-1 to the producer through empty[s-1] (one
 // arrive per consumer warp). Epilogue: fp32 → fp16/bf16 with bounds checks on M (any M ≥ 1) and N.
+// PERSIST = 1: the ring's stage and mbarrier parity come from a k-tile counter that both sides carry
+// across units; consumers release every stage (the last of a unit after wgmma.wait_group 0). With
+// CLUSTER > 1, empty[s] counts the consumer warps of all CTAs of the cluster (local and remote
+// arrives), full[s] expects the whole stage (own A + all B parts, the others written by the peers'
+// multicasts), and cluster barriers after the mbarrier init and before exit keep the peers' arrives
+// and writes inside the lifetime of the CTA they target.
 //
 // Epilogue hook: define KA_EPILOGUE(v, m, n) (float v = the fp32 sum of C[m][n], int64 m, n) before
 // this file to fuse an elementwise op (bias, activation, residual, scale); identity by default.
@@ -49,6 +72,12 @@
     !defined(KA_RASTER) || !defined(KA_SMALLN)
 #error "gemm_hopper_cuda: KA_BM, KA_BN, KA_BK, KA_STAGES, KA_SPLITK, KA_RASTER and KA_SMALLN must be defined (KernelArc does this)"
 #endif
+#ifndef KA_PERSIST
+#define KA_PERSIST 0  // knobs added later default to the behaviour before them
+#endif
+#ifndef KA_CLUSTER
+#define KA_CLUSTER 1
+#endif
 #ifndef KA_EPILOGUE
 #define KA_EPILOGUE(v, m, n) (v)
 #endif
@@ -70,7 +99,7 @@
 namespace ka_gemm_hopper {
 
 constexpr int kBM = KA_BM, kBN = KA_BN, kBK = KA_BK, kStages = KA_STAGES, kSplitK = KA_SPLITK, kRaster = KA_RASTER,
-              kSmallN = KA_SMALLN;
+              kSmallN = KA_SMALLN, kPersist = KA_PERSIST, kCluster = KA_CLUSTER;
 constexpr int kRasterGroup = 8;   // tile-rows per group for RASTER=1
 static_assert(kBM == 64 || kBM == 128, "BM must be 64 or 128");
 static_assert(kBN == 64 || kBN == 128 || kBN == 256, "BN must be 64, 128 or 256");
@@ -84,7 +113,15 @@ static_assert(kSmallN == 0 || kSmallN == 8 || kSmallN == 16 || kSmallN == 32 || 
 // Shared memory of one kernel configuration: TP rows of X and TQ rows of Y per stage, 128 bytes per
 // row (64 K elements), plus 1024 bytes of alignment slack and the barriers.
 constexpr int smem_bytes(int tp, int tq, int stages) { return 1024 + stages * (tp + tq) * 128 + 16 * stages + 64; }
+static_assert(kPersist == 0 || kPersist == 1, "PERSIST must be 0 or 1");
+static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER must be 1, 2 or 4");
+static_assert(kCluster == 1 || kPersist == 1, "CLUSTER > 1 needs PERSIST = 1");
+// The persistent kernel adds two 64×64 output staging buffers (8 KB each) per consumer warpgroup
+// for its TMA-store epilogue: TP · 256 bytes.
+constexpr int smem_bytes_persist(int tp, int tq, int stages) { return smem_bytes(tp, tq, stages) + tp * 256; }
 static_assert(smem_bytes(kBM, kBN, kStages) <= 232448, "STAGES * (BM + BN) * 128 exceeds the 227 KB of shared memory");
+static_assert(kPersist == 0 || smem_bytes_persist(kBM, kBN, kStages) <= 232448,
+              "PERSIST = 1: STAGES * (BM + BN) * 128 + BM * 256 exceeds the 227 KB of shared memory");
 // Ring depth of the small-M (swap-AB) path of width w: 8 stages, fewer where they do not fit.
 constexpr int small_stages(int w) { return (225000 / ((64 + w) * 128)) < 8 ? (225000 / ((64 + w) * 128)) : 8; }
 static_assert(smem_bytes(64, 256, small_stages(256)) <= 232448, "small-M ring too deep");
@@ -134,6 +171,63 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+// Multicast variant (CLUSTER = 2): the box lands at the same shared-memory offset in every CTA of
+// `mask` and completes `bytes` on the mbarrier at the same offset in each of them.
+__device__ __forceinline__ void tma_load_2d_mc(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar,
+                                               uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+      : "memory");
+}
+// 2-D tiled TMA store of a shared-memory box to (c0 = column, c1 = row); rows/columns outside the
+// tensor are not written. Bulk async-group bookkeeping: commit, wait until read / until done.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// Generic-proxy writes to shared memory made visible to the async proxy (before a TMA store).
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Arrive on the mbarrier at the same offset in CTA `rank` of the cluster (may be this CTA).
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+// mbar_wait for barriers that CTAs of the cluster arrive on (acquire at cluster scope).
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Full cluster barrier (every thread of every CTA of the cluster), release/acquire.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 // wgmma shared-memory descriptor of a K-major operand in the 128B-swizzle layout written by TMA:
 // rows of 128 bytes, 8-row swizzle atoms of 1024 bytes stacked along M/N (stride byte offset 1024;
@@ -522,6 +616,259 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
 }
 
 // ------------------------------------------------------------------------------------------------
+// Persistent sm_90a kernel (PERSIST = 1, large-M path only): C[M,N] = A·Bᵀ, TP = 64·WG rows of A and
+// TQ rows of B per tile. Grid = #co-resident CTAs; CTA b takes work units b, b + G, b + 2G, ...
+// (G = gridDim.x / CL clusters; a unit is one output tile, or, for the tiles of the partial last wave,
+// one K slice of it (split-K); units in the RASTER order of the non-persistent kernel, so the CTAs
+// running together cover the same tiles as one of its waves). The producer lane runs through the k-tiles of all its units without pause
+// (ring stage and mbarrier phase come from one running k-tile counter shared by producer and
+// consumers), so the next tile's loads proceed while the consumers run the epilogue.
+// Epilogue (tma_store != 0: C 16-byte aligned, N % 8 == 0): each consumer warpgroup writes its
+// 64×TQ block as 64×64 chunks into one of two 8 KB staging buffers (128B-swizzled rows, bank-
+// conflict free) and one thread issues a TMA store per chunk; the store drains while the next tile's
+// MMAs run (a buffer is rewritten only after its previous store has been read: bulk wait_group.read).
+// Otherwise direct 4-byte stores as in the non-persistent kernel.
+// CL = 2 or 4 (CLUSTER): the CL CTAs of a cluster take the tiles (CL·pg + rank, tq) of one unit; each
+// CTA loads its own A tile and 1/CL of the shared B tile (TQ/CL rows), multicast to all of them (the
+// L2 → SM traffic of B divided by CL). A stage is refilled only when the consumers of every CTA of the
+// cluster have released it: empty[s] counts the consumer warps of all CL CTAs (each warp arrives on
+// every CTA's barrier). A CTA whose tile row is past the last (tilesP % CL != 0) still loads and
+// computes (zero-filled A) but stores nothing.
+// ------------------------------------------------------------------------------------------------
+template <typename T, int WG, int TQ, int STAGES, int CL>
+__global__ void __launch_bounds__(WG * 128 + 32, 1)
+    hopper_gemm_persistent(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmY,
+                           const __grid_constant__ CUtensorMap tmC, T* __restrict__ C, float* __restrict__ ws,
+                           unsigned* __restrict__ counters, int M, int N, int K, int tilesP, int tilesQ,
+                           int full_units, int tail, int tsplit, int raster, int tma_store) {
+#if KA_GEMM_WGMMA
+  constexpr int TP = 64 * WG;
+  constexpr int X_BYTES = TP * 128, Y_BYTES = TQ * 128, YH_BYTES = Y_BYTES / CL;
+  constexpr uint32_t STAGE_TX = X_BYTES + Y_BYTES;  // own A tile + both halves of the B tile
+  constexpr int E_BYTES = 64 * 128;                  // one 64×64 staging buffer
+  static_assert(TQ % (8 * CL) == 0, "B tile halves must be whole 8-row swizzle atoms");
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ int s_last;
+  const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const uint32_t sX = base, sY = base + STAGES * X_BYTES, sE = sY + STAGES * Y_BYTES,
+                 bars = sE + WG * 2 * E_BYTES;
+  auto full = [&](int s) { return bars + 8u * s; };
+  auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
+
+  const uint32_t rank = CL > 1 ? cluster_ctarank() : 0u;
+  const int cid = CL > 1 ? static_cast<int>(blockIdx.x) / CL : static_cast<int>(blockIdx.x);
+  const int ncl = static_cast<int>(gridDim.x) / CL;
+  const int tilesPg = (tilesP + CL - 1) / CL;  // tile rows per cluster-row group
+  const int units = full_units + tail * tsplit;
+  const int kTiles = (K + 63) / 64;
+  // Unit u → tile (tp, tq) of this CTA, its k-tile range [kb, kb + nk) and the number of K slices ns
+  // of that tile (> 1: split-K, workspace slot wi). Units [0, full_units) are whole tiles (the first
+  // full_units tile groups in RASTER order, whole waves of the grid); the remaining `tail` tile groups
+  // are cut into tsplit K slices each, unit full_units + z·tail + i being slice z of group full_units + i.
+  auto decode = [&](int u, int& tp, int& tq, int& kb, int& nk, int& ns, int& wi) {
+    int t, z;
+    if (u < full_units) {
+      t = u;
+      z = 0;
+      ns = 1;
+    } else {
+      const int v = u - full_units;
+      z = v / tail;
+      t = full_units + (v - z * tail);
+      ns = tsplit;
+    }
+    wi = (t - full_units) * CL + static_cast<int>(rank);
+    int pg;
+    if (raster == 0) {
+      pg = t / tilesQ;
+      tq = t - pg * tilesQ;
+    } else {
+      const int group = t / (kRasterGroup * tilesQ);
+      const int first = group * kRasterGroup;
+      const int rows = min(kRasterGroup, tilesPg - first);
+      const int within = t - group * kRasterGroup * tilesQ;
+      pg = first + within % rows;
+      tq = within / rows;
+    }
+    tp = pg * CL + static_cast<int>(rank);
+    kb = static_cast<int>(static_cast<long long>(z) * kTiles / ns);
+    nk = static_cast<int>(static_cast<long long>(z + 1) * kTiles / ns) - kb;
+  };
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full(s), 1);
+      mbar_init(empty(s), CL * WG * 4);  // one arrive per consumer warp of every CTA of the cluster
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  if (CL > 1) cluster_sync();  // the peer's barriers exist before any multicast or remote arrive
+  else __syncthreads();
+
+  if (warp == WG * 4) {  // producer warp: lane 0 issues every TMA load
+    if (lane == 0) {
+      prefetch_tmap(&tmX);
+      prefetch_tmap(&tmY);
+      uint32_t it = 0;
+      for (int u = cid; u < units; u += ncl) {
+        int tp, tq, kb, nk, ns, wi;
+        decode(u, tp, tq, kb, nk, ns, wi);
+        for (int i = 0; i < nk; ++i, ++it) {
+          const int s = static_cast<int>(it % STAGES);
+          const uint32_t ph = (it / STAGES) & 1u;
+          if (CL == 1) mbar_wait(empty(s), ph ^ 1u);
+          else mbar_wait_cluster(empty(s), ph ^ 1u);
+          mbar_arrive_expect_tx(full(s), STAGE_TX);
+          const int kc = (kb + i) * 64;
+          tma_load_2d(sX + s * X_BYTES, &tmX, kc, tp * TP, full(s));
+          if (CL == 1) {
+            tma_load_2d(sY + s * Y_BYTES, &tmY, kc, tq * TQ, full(s));
+          } else {
+            tma_load_2d_mc(sY + s * Y_BYTES + rank * YH_BYTES, &tmY, kc, tq * TQ + static_cast<int>(rank) * (TQ / CL),
+                           full(s), static_cast<uint16_t>((1u << CL) - 1u));
+          }
+        }
+      }
+    }
+    __syncwarp();
+  } else {
+    // Consumers: warpgroup g owns rows [64g, 64g+64) of the tile.
+    const int g = warp >> 2, wr = warp & 3;
+    const int pl0 = g * 64 + wr * 16 + (lane >> 2);
+    const int ql0 = (lane & 3) * 2;
+    const bool leader = (threadIdx.x & 127) == 0;  // issues this warpgroup's TMA stores
+    uint32_t it = 0, chunk = 0;
+    float acc[TQ / 2];
+    auto release = [&](int s) {
+      if (CL == 1) {
+        mbar_arrive(empty(s));
+      } else {
+#pragma unroll
+        for (int r = 0; r < CL; ++r) mbar_arrive_cluster(empty(s), static_cast<uint32_t>(r));
+      }
+    };
+    for (int u = cid; u < units; u += ncl) {
+      int tp, tq, kb, nk, ns, wi;
+      decode(u, tp, tq, kb, nk, ns, wi);
+#pragma unroll
+      for (int i = 0; i < TQ / 2; ++i) acc[i] = 0.f;
+      int prev = 0;
+      for (int i = 0; i < nk; ++i, ++it) {
+        const int s = static_cast<int>(it % STAGES);
+        const uint32_t ph = (it / STAGES) & 1u;
+        mbar_wait(full(s), ph);
+        __syncwarp();  // wgmma.* are .sync.aligned: the warp must be converged after the spin loop
+        const uint32_t xa = sX + s * X_BYTES + g * (64 * 128);
+        const uint32_t ya = sY + s * Y_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 4; ++k) Wgmma<TQ, T>::mma(acc, make_desc(xa + 32 * k), make_desc(ya + 32 * k));
+        wgmma_commit();
+        wgmma_wait<1>();  // the group of the previous k-tile is done: give its stage back
+        __syncwarp();
+        if (i > 0 && lane == 0) release(prev);
+        prev = s;
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < TQ / 2; ++i) fence_operand(acc[i]);
+      __syncwarp();
+      if (nk > 0 && lane == 0) release(prev);  // the last stage of this unit (the ring carries on)
+      if (tp >= tilesP) continue;              // CL > 1, tilesP % CL != 0: a padding tile row, nothing to store
+
+      if (ns > 1) {
+        const int t = wi;  // < CL · tail ≤ #SMs: one workspace tile and counter per split tile
+        float* wt = ws + static_cast<size_t>(t) * TP * TQ;
+#pragma unroll
+        for (int j = 0; j < TQ / 8; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            atomicAdd(reinterpret_cast<float2*>(wt + (pl0 + 8 * h) * TQ + j * 8 + ql0),
+                      make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
+        __threadfence();
+        named_barrier(1, WG * 128);
+        if (threadIdx.x == 0) s_last = atomicAdd(&counters[t], 1u) == static_cast<unsigned>(ns - 1);
+        named_barrier(1, WG * 128);
+        if (!s_last) continue;
+        __threadfence();
+#pragma unroll
+        for (int j = 0; j < TQ / 8; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float2* p = reinterpret_cast<float2*>(wt + (pl0 + 8 * h) * TQ + j * 8 + ql0);
+            const float2 v = __ldcg(p);
+            __stcg(p, make_float2(0.f, 0.f));  // leave the workspace zeroed for the next call
+            acc[4 * j + 2 * h] = v.x;
+            acc[4 * j + 2 * h + 1] = v.y;
+          }
+        if (threadIdx.x == 0) counters[t] = 0u;
+      }
+
+      const int p0 = tp * TP + pl0, q0 = tq * TQ + ql0;
+      if (tma_store) {
+        // Row r of a staging buffer holds 64 outputs (128 bytes) with 16-byte chunk c at c ^ (r & 7)
+        // (the 128B swizzle of tmC); this thread's rows have r & 7 == lane / 4.
+        const int rsw = lane >> 2;
+#pragma unroll
+        for (int c = 0; c < TQ / 64; ++c, ++chunk) {
+          const uint32_t buf = sE + static_cast<uint32_t>(g * 2 + (chunk & 1u)) * E_BYTES;
+          if (leader) bulk_wait_read1();  // the store that last used this buffer has read it
+          named_barrier(2 + g, 128);
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) {
+            const int j = 8 * c + jj;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int rl = wr * 16 + (lane >> 2) + 8 * h;  // row within the warpgroup's 64
+              float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+              const int64_t m = p0 + 8 * h, n = q0 + 8 * j;
+              if (m < M && n < N) {
+                v0 = KA_EPILOGUE(v0, m, n);
+                v1 = KA_EPILOGUE(v1, m, n + 1);
+              }
+              uint32_t bits;
+              if (std::is_same<T, __half>::value) {
+                __half2 hv = __floats2half2_rn(v0, v1);
+                bits = *reinterpret_cast<uint32_t*>(&hv);
+              } else {
+                __nv_bfloat162 bv = __floats2bfloat162_rn(v0, v1);
+                bits = *reinterpret_cast<uint32_t*>(&bv);
+              }
+              const uint32_t addr = buf + rl * 128 + ((jj ^ rsw) << 4) + (lane & 3) * 4;
+              asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(bits) : "memory");
+            }
+          }
+          fence_proxy_async_smem();
+          named_barrier(2 + g, 128);
+          if (leader) {
+            tma_store_2d(&tmC, buf, tq * TQ + 64 * c, tp * TP + 64 * g);
+            bulk_commit();
+          }
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < TQ / 8; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int p = p0 + 8 * h, q = q0 + 8 * j;
+            if (p < M && q < N) {  // N is even, so n < N implies n + 1 < N
+              const int64_t m = p, n = q;
+              store2<T>(C + m * N + n, KA_EPILOGUE(acc[4 * j + 2 * h], m, n),
+                        KA_EPILOGUE(acc[4 * j + 2 * h + 1], m, n + 1));
+            }
+          }
+      }
+    }
+    if (leader) bulk_wait_all();  // staging buffers stay valid until the last store has read them
+    __syncwarp();
+  }
+  // CL > 1: no CTA leaves while a peer may still arrive on its barriers or multicast into it.
+  if (CL > 1) cluster_sync();
+#endif  // KA_GEMM_WGMMA
+}
+
+// ------------------------------------------------------------------------------------------------
 // Pre-Hopper path (sm_80+): mma.sync m16n8k16, ldmatrix, cp.async double buffer. 64×64 tile per
 // CTA, 4 warps (2×2) of 32×32, BK = 32. Needs K % 8 == 0, 16-byte aligned A and B, N even.
 // ------------------------------------------------------------------------------------------------
@@ -687,7 +1034,8 @@ DeviceState& device_state(int dev) {
   return d;
 }
 
-// The workspace for split-K: at most #SMs tiles are ever split (splits > 1 only when tiles < #SMs),
+// The workspace for split-K: at most #SMs tiles are ever split (splits > 1 only when tiles < #SMs;
+// PERSIST = 1: only the tail of < #co-resident-clusters tile groups, CL tiles each, slot (i·CL + rank)),
 // so #SMs · (largest tile) floats and #SMs counters, allocated once, zeroed once.
 bool ensure_workspace(DeviceState& d, size_t tile_floats) {
   const size_t need = static_cast<size_t>(d.sms) * tile_floats;
@@ -787,6 +1135,91 @@ bool launch_hopper(DeviceState& d, int dev, const T* A, const T* B, T* C, int M,
   return cudaPeekAtLastError() == cudaSuccess;
 }
 
+// One launch of hopper_gemm_persistent<T, WG, TQ, STAGES, CL> (PERSIST = 1); false when it cannot run.
+template <typename T, int WG, int TQ, int STAGES, int CL>
+bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, int M, int N, int K) {
+  constexpr int TP = 64 * WG;
+  constexpr int smem = smem_bytes_persist(TP, TQ, STAGES);
+  if (smem > d.smem_optin) return false;
+  auto kernel = hopper_gemm_persistent<T, WG, TQ, STAGES, CL>;
+  static bool attr_set[kMaxDevices] = {};
+  static int max_clusters[kMaxDevices] = {};  // co-resident clusters of CL CTAs (CL > 1)
+  if (!attr_set[dev]) {
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    if (CL > 1) {
+      cudaLaunchConfig_t cfg{};
+      cudaLaunchAttribute at[1];
+      at[0].id = cudaLaunchAttributeClusterDimension;
+      at[0].val.clusterDim.x = CL;
+      at[0].val.clusterDim.y = 1;
+      at[0].val.clusterDim.z = 1;
+      cfg.gridDim = dim3(static_cast<unsigned>(CL * (d.sms / CL)), 1, 1);
+      cfg.blockDim = dim3(WG * 128 + 32, 1, 1);
+      cfg.dynamicSmemBytes = smem;
+      cfg.attrs = at;
+      cfg.numAttrs = 1;
+      int n = 0;
+      if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess || n <= 0) {
+        (void)cudaGetLastError();
+        return false;
+      }
+      max_clusters[dev] = n;
+    }
+    attr_set[dev] = true;
+  }
+  const T* X = A;
+  const T* Y = B;
+  CUtensorMap mx, my, mc;
+  if (!make_map<T>(&mx, X, M, K, TP) || !make_map<T>(&my, Y, N, K, TQ / CL)) return false;
+  // TMA-store epilogue: C as a [M, N] tensor, 64×64 boxes, 128B swizzle (needs 16-byte rows pitch).
+  int tma_store = reinterpret_cast<uintptr_t>(C) % 16 == 0 && N % 8 == 0 ? 1 : 0;
+  if (tma_store && !make_map<T>(&mc, C, M, N, 64)) tma_store = 0;
+  if (!tma_store) mc = mx;  // unused by the kernel
+  const int tilesP = (M + TP - 1) / TP, tilesQ = (N + TQ - 1) / TQ;
+  const long long groups_ll = static_cast<long long>((tilesP + CL - 1) / CL) * tilesQ;  // tile groups of CL rows
+  if (groups_ll > 0x3fffffffLL) return false;
+  const int groups = static_cast<int>(groups_ll);
+  const int k_tiles = (K + 63) / 64;
+  // Work units: whole waves of tile groups over the co-resident clusters (P of them), then the
+  // remaining `tail` groups (the partial last wave) cut into tsplit K slices, the largest power of
+  // two ≤ SPLITK with tail · tsplit ≤ P (and ≥ 2 k-tiles per slice): the tail takes one round of
+  // 1/tsplit of a tile instead of a whole tile. (Fewer groups than P: the whole problem is the tail.)
+  const int P = CL == 1 ? d.sms : max_clusters[dev];
+  const int full_units = (groups / P) * P, tail = groups - full_units;
+  int tsplit = 1;
+  while (tail > 0 && 2 * tsplit <= kSplitK && static_cast<long long>(tail) * 2 * tsplit <= P && 4 * tsplit <= k_tiles)
+    tsplit *= 2;
+  if (tsplit > 1 && !ensure_workspace(d, static_cast<size_t>(TP) * TQ)) tsplit = 1;
+  const long long units = static_cast<long long>(full_units) + static_cast<long long>(tail) * tsplit;
+  if (units > 0x7fffffffLL) return false;
+  if (CL == 1) {
+    const int grid = static_cast<int>(units < d.sms ? units : d.sms);
+    kernel<<<grid, WG * 128 + 32, smem>>>(mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail,
+                                          tsplit, kRaster, tma_store);
+  } else {
+    const int ncl = static_cast<int>(units < max_clusters[dev] ? units : max_clusters[dev]);
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = CL;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(CL * ncl), 1, 1);
+    cfg.blockDim = dim3(WG * 128 + 32, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = 0;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    if (cudaLaunchKernelEx(&cfg, kernel, mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail,
+                           tsplit, static_cast<int>(kRaster), tma_store) != cudaSuccess)
+      return false;
+  }
+  return cudaPeekAtLastError() == cudaSuccess;
+}
+
 // The small-M path: the narrowest compiled swap-AB width (8, 16, ..., SMALLN) that holds M.
 template <typename T>
 bool launch_small(DeviceState& d, int dev, const T* A, const T* B, T* C, int M, int N, int K) {
@@ -811,7 +1244,11 @@ void gemm(const T* A, const T* B, T* C, int M, int N, int K) {
   if (d.path == 2 && vec_ok) {
     bool ok = false;
     if (kSmallN > 0 && M <= kSmallN) ok = launch_small<T>(d, dev, A, B, C, M, N, K);
-    if (!ok) ok = launch_hopper<T, kBM / 64, kBN, kStages, false>(d, dev, A, B, C, M, N, K);
+    if constexpr (kPersist == 1) {
+      if (!ok) ok = launch_persistent<T, kBM / 64, kBN, kStages, kCluster>(d, dev, A, B, C, M, N, K);
+    } else {
+      if (!ok) ok = launch_hopper<T, kBM / 64, kBN, kStages, false>(d, dev, A, B, C, M, N, K);
+    }
     if (ok) return;
     (void)cudaGetLastError();
   }
