@@ -147,7 +147,7 @@ def default_points_prefill(fam, pts, extra=2, seed=7):
     seeded random points."""
     import random
     names = list(fam["knobs"])
-    primary = [n for n in names if n in ("WARPS", "KV_TILE", "QTILE")]
+    primary = [n for n in names if n in ("WARPS", "KV_TILE", "QTOK")]
     others = [n for n in names if n not in primary]
     keys = []
     for p in pts:
@@ -401,9 +401,6 @@ def prefill_cases(fam_key, rng):
     ]
     out = [{"name": n, "qlens": q, "kvlens": k, "qlead": 0, "kvlead": 0} for n, q, k in cases]
     out.append({"name": "leading_rows", "qlens": [4, 6, 0], "kvlens": [7, 6, 3], "qlead": 3, "kvlead": 2})
-    if fam_key == "mla_prefill":  # the MLA emulation is heavier (576-wide rows): drop the largest
-        out = [c for c in out if c["name"] not in ("long_kv", "unequal")]
-        out.append({"name": "unequal_small", "qlens": [20, 2, 9], "kvlens": [70, 2, 12], "qlead": 0, "kvlead": 0})
     return out
 
 
