@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Self-test of the paged-decode attention families (families/gqa_decode_cuda, families/mla_decode_cuda)
-outside KernelArc's judge: builds family points, calls them through the native ABI (ctypes, the
+"""Self-test of the attention families outside KernelArc's judge: the paged-decode ones
+(families/gqa_decode_cuda, families/mla_decode_cuda: --family gqa | mla | both) and the causal
+prefill ones (families/gqa_prefill_cuda on 014 paged and 016 ragged, families/mla_prefill_cuda on
+019: --family gqa_prefill | mla_prefill | prefill; --family all for the four). It builds family points, calls them through the native ABI (ctypes, the
 `kernelarc_entry` symbol that KA_ENTRY exports) on torch tensors, compares with the definition's own
 reference code by SOL-ExecBench's rule, and (cuda mode) times them.
 
@@ -10,14 +12,22 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                synthetic cases built to hit the corner cases: empty sequences (alone, first, last, at
                chunk boundaries), one-token sequences, many sequences per chunk, sequences cut by
                chunk boundaries, kv_indptr[0] > 0, a KV range of zero tokens, permuted page ids.
+               Prefill cases: qo_len = 1, qo_len = kv_len, qo_len < kv_len, qo_len > kv_len (rows
+               that see no key: zeros where the reference skips them, NaN where its softmax makes
+               them NaN; a NaN matching a reference NaN counts as equal here only), kv_len = 0 and
+               qo_len = 0 sequences, tile edges, many unequal sequences, leading rows before
+               qo_indptr[0]; compared with the definition's reference code (CPU).
   --mode compile  builds every valid point (or --points) with nvcc for sm_90a (-Xptxas -v) on this
                machine, no GPU needed, and reports the count, failures, seconds, registers and spills.
   --mode cuda  builds each point with nvcc (sm_90a on Hopper) and runs (a) the same synthetic cases
                and (b) the problem's real workloads (kv_indptr/kv_indices from the blobs, random
                q/k/v as SOL-ExecBench draws them), reporting correctness, median time over
-               L2-flushed calls (CUDA events) and the effective KV bandwidth (each KV byte once).
+               L2-flushed calls (CUDA events) and the effective KV bandwidth (each KV byte once);
+               prefill: achieved TFLOP/s counting only the unmasked scores.
 
-Points: --points default (one representative per structural knob combination and per split mode),
+Points: --points default (decode: one representative per structural knob combination and per split
+mode; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, plus two
+seeded random points),
 --points all (every valid point), or explicit --knobs NAME=V,NAME=V (repeatable).
 Exit status 0 when every check passed. One JSON line per (point, case) goes to --jsonl when given.
 """

@@ -32,6 +32,8 @@
 //                         CTA ranks them in shared memory, for at most 1024 sequences, else as 1)
 //            KA_Q_IN_SMEM 0: the Q fragments live in registers for the whole loop; 1: they are
 //                         re-read from shared memory with ldmatrix per tile (fewer registers)
+//            KA_PERSIST   0: one CTA per possible query tile and kv head (grid from the bound);
+//                         1: SMs x occupancy persistent CTAs stride over the (tile, kv head) items
 //
 // Work decomposition. grid = (upper bound of query tiles, kv heads). The bound comes from shapes
 // only (ceil(total_q / QTILE) + batch + 1), so the host never reads the index arrays; each CTA
@@ -53,7 +55,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_PAGED) || \
     !defined(KA_MASKED_ROW_ZERO) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) ||        \
-    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM)
+    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST)
 #error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
@@ -161,6 +163,7 @@ struct Params {
   uint16_t* out;         // [total_q][HQ][D]
   float* lse;            // [total_q][HQ]
   int B, total_q, num_rows;  // num_rows: pages (paged) or total_kv (ragged)
+  int tiles;                 // upper bound of the query tiles (from shapes)
   float scale_log2;
 };
 
@@ -213,12 +216,43 @@ __device__ __forceinline__ bool map_tile(const Params& p, const int* ord, int t,
   return false;
 }
 
+// A forward-only walk over the tiles in work order for a persistent CTA, whose tile numbers only
+// grow: pos is a position in the order (-1: the leading rows), before the first tile number of pos.
+struct Cursor {
+  int pos = -1, before = 0;
+};
+__device__ __forceinline__ int tiles_at(const Params& p, const int* ord, int pos) {
+  if (pos < 0) {
+    const int lead = __ldg(p.qo_indptr);
+    return lead > 0 ? ceil_div_i(lead, QT) : 0;
+  }
+  const int b = ord ? ord[pos] : pos;
+  const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
+  return ql > 0 ? ceil_div_i(ql, QT) : 0;
+}
+__device__ __forceinline__ bool advance(const Params& p, const int* ord, Cursor& c, int t, int& b_out, int& tile_out) {
+  while (c.pos < p.B) {
+    const int n = tiles_at(p, ord, c.pos);
+    if (t < c.before + n) {
+      b_out = c.pos < 0 ? -1 : (ord ? ord[c.pos] : c.pos);
+      tile_out = t - c.before;
+      return true;
+    }
+    c.before += n;
+    ++c.pos;
+  }
+  return false;
+}
+
+__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile, int g);
+
+// KA_PERSIST 0: one CTA per (tile bound, kv head); 1: persistent CTAs (SMs x occupancy) walk the
+// work items (tile, kv head) with a stride, tiles in work order, so no CTA is spent on the slack of
+// the shape-based bound and a CTA's writes of rows that see no key cost no launch.
 __global__ void __launch_bounds__(NT) gqa_prefill_kernel(Params p) {
   KA_DYN_SMEM(smem);
-  unsigned char* const stages = smem;
   unsigned char* const qs_smem = smem + STAGES * STAGE_BYTES;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int g = blockIdx.y;
+  const int tid = threadIdx.x, lane = tid & 31;
 
   // ── which tile ──
   const int* ord = nullptr;
@@ -245,9 +279,26 @@ __global__ void __launch_bounds__(NT) gqa_prefill_kernel(Params p) {
       ord = order;
     }
   }
-  int b, tile;
-  if (!map_tile(p, ord, blockIdx.x, lane, b, tile)) return;  // CTA-uniform
+  if constexpr (KA_PERSIST == 0) {
+    int b, tile;
+    if (!map_tile(p, ord, blockIdx.x, lane, b, tile)) return;  // CTA-uniform
+    do_tile(p, smem, b, tile, blockIdx.y);
+  } else {
+    Cursor cur;
+    const int64_t items = static_cast<int64_t>(p.tiles) * HKV;
+    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+      int b, tile;
+      if (!advance(p, ord, cur, static_cast<int>(w / HKV), b, tile)) break;  // CTA-uniform
+      __syncthreads();  // the previous item's readers of Q / stages are done
+      do_tile(p, smem, b, tile, static_cast<int>(w % HKV));
+    }
+  }
+}
 
+__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile, int g) {
+  unsigned char* const stages = smem;
+  unsigned char* const qs_smem = smem + STAGES * STAGE_BYTES;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   int q0, ql, k0 = 0, kl = 0;
   if (b < 0) {
     q0 = 0;
@@ -491,6 +542,7 @@ __global__ void __launch_bounds__(NT) gqa_prefill_kernel(Params p) {
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
 struct State {
   bool init = false;
+  int sms = 132, occ = 1;
 };
 State g_state;
 
@@ -501,7 +553,13 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
   const int64_t B = qo_indptr.size(0) - 1;
   if (total_q <= 0 || B < 0) return;
   if (!g_state.init) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&g_state.sms, cudaDevAttrMultiProcessorCount, dev);
     cudaFuncSetAttribute(gqa_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    int occ = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gqa_prefill_kernel, NT, SMEM_BYTES);
+    g_state.occ = occ > 0 ? occ : 1;
     g_state.init = true;
   }
   Params p{};
@@ -520,7 +578,14 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
   // Upper bound of the query tiles (from shapes only): the leading rows, plus per sequence
   // ceil(ql / QT) <= ql / QT + 1.
   const int64_t tiles = (total_q + QT - 1) / QT + B + 1;
-  KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(tiles), HKV), dim3(NT), SMEM_BYTES, p);
+  p.tiles = static_cast<int>(tiles);
+  if (KA_PERSIST == 0) {
+    KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(tiles), HKV), dim3(NT), SMEM_BYTES, p);
+  } else {
+    int64_t ctas = static_cast<int64_t>(g_state.sms) * g_state.occ;
+    if (ctas > tiles * HKV) ctas = tiles * HKV;
+    KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), SMEM_BYTES, p);
+  }
 }
 
 }  // namespace

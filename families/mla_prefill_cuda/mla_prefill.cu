@@ -23,6 +23,8 @@
 //            KA_STAGES    cp.async pipeline depth
 //            KA_ORDER     0 natural; 1 heaviest tile of each sequence first; 2 as 1 with sequences
 //                         by decreasing work (as in gqa_prefill_cuda)
+//            KA_PERSIST   0: one CTA per possible query tile; 1: SMs x occupancy persistent CTAs
+//                         stride over the tiles (as in gqa_prefill_cuda)
 //
 // Per K/V tile, three phases separated by CTA barriers (the rows are too wide, 576 for Q·K and 512
 // for P·V, for one warp to own whole rows of S and O in registers):
@@ -47,7 +49,8 @@
 #include <cstdint>
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_MASKED_ROW_ZERO) || \
-    !defined(KA_QTOK) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) || !defined(KA_ORDER)
+    !defined(KA_QTOK) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) || !defined(KA_ORDER) || \
+    !defined(KA_PERSIST)
 #error "mla_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
@@ -160,6 +163,7 @@ struct Params {
   uint16_t* out;           // [total_q][H][DC]
   float* lse;              // [total_q][H]
   int B, total_q, num_rows;
+  int tiles;  // upper bound of the query tiles (from shapes)
   float scale_log2;
 };
 
@@ -212,15 +216,42 @@ __device__ __forceinline__ bool map_tile(const Params& p, const int* ord, int t,
   return false;
 }
 
+// A forward-only walk over the tiles in work order for a persistent CTA, whose tile numbers only
+// grow: pos is a position in the order (-1: the leading rows), before the first tile number of pos.
+struct Cursor {
+  int pos = -1, before = 0;
+};
+__device__ __forceinline__ int tiles_at(const Params& p, const int* ord, int pos) {
+  if (pos < 0) {
+    const int lead = __ldg(p.qo_indptr);
+    return lead > 0 ? ceil_div_i(lead, QT) : 0;
+  }
+  const int b = ord ? ord[pos] : pos;
+  const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
+  return ql > 0 ? ceil_div_i(ql, QT) : 0;
+}
+__device__ __forceinline__ bool advance(const Params& p, const int* ord, Cursor& c, int t, int& b_out, int& tile_out) {
+  while (c.pos < p.B) {
+    const int n = tiles_at(p, ord, c.pos);
+    if (t < c.before + n) {
+      b_out = c.pos < 0 ? -1 : (ord ? ord[c.pos] : c.pos);
+      tile_out = t - c.before;
+      return true;
+    }
+    c.before += n;
+    ++c.pos;
+  }
+  return false;
+}
+
+__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile);
+
+// Shared memory: STAGES x [T][ROWB] K/V stages | Q [M][ROWB] | S fp32 [M][SROW] | P bf16 [M][PROWB] |
+// alpha [M] | 1/l [M] | (ORDER 2) sequence costs and order.
 __global__ void __launch_bounds__(NT) mla_prefill_kernel(Params p) {
   KA_DYN_SMEM(smem);
-  unsigned char* const stages = smem;
-  unsigned char* const q_smem = stages + STAGES * STAGE_BYTES;
-  float* const s_smem = reinterpret_cast<float*>(q_smem + Q_BYTES);              // [M][SROW]
-  unsigned char* const p_smem = reinterpret_cast<unsigned char*>(s_smem + M * SROW);  // [M][PROWB]
-  float* const alpha_smem = reinterpret_cast<float*>(p_smem + P_BYTES);          // [M]
-  float* const inv_smem = alpha_smem + M;                                        // [M]
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, lane = tid & 31;
+  float* const inv_smem = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES + Q_BYTES + S_BYTES + P_BYTES) + M;
 
   // ── which tile ──
   const int* ord = nullptr;
@@ -247,9 +278,29 @@ __global__ void __launch_bounds__(NT) mla_prefill_kernel(Params p) {
       ord = order;
     }
   }
-  int b, tile;
-  if (!map_tile(p, ord, blockIdx.x, lane, b, tile)) return;  // CTA-uniform
+  if constexpr (KA_PERSIST == 0) {
+    int b, tile;
+    if (!map_tile(p, ord, blockIdx.x, lane, b, tile)) return;  // CTA-uniform
+    do_tile(p, smem, b, tile);
+  } else {
+    Cursor cur;
+    for (int w = blockIdx.x; w < p.tiles; w += gridDim.x) {
+      int b, tile;
+      if (!advance(p, ord, cur, w, b, tile)) break;  // CTA-uniform
+      __syncthreads();  // the previous item's readers of shared memory are done
+      do_tile(p, smem, b, tile);
+    }
+  }
+}
 
+__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile) {
+  unsigned char* const stages = smem;
+  unsigned char* const q_smem = stages + STAGES * STAGE_BYTES;
+  float* const s_smem = reinterpret_cast<float*>(q_smem + Q_BYTES);
+  unsigned char* const p_smem = reinterpret_cast<unsigned char*>(s_smem + M * SROW);
+  float* const alpha_smem = reinterpret_cast<float*>(p_smem + P_BYTES);
+  float* const inv_smem = alpha_smem + M;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   int q0, ql, k0 = 0, kl = 0;
   if (b < 0) {
     q0 = 0;
@@ -451,6 +502,7 @@ __global__ void __launch_bounds__(NT) mla_prefill_kernel(Params p) {
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
 bool g_init = false;
+int g_sms = 132, g_occ = 1;
 
 }  // namespace
 }  // namespace ka_mlap
@@ -464,7 +516,13 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   if (total_q <= 0 || B < 0) return;
   if (ckv_cache.ndim == 3 && ckv_cache.size(1) != 1) return;  // page size 1 only
   if (!g_init) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev);
     cudaFuncSetAttribute(mla_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    int occ = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mla_prefill_kernel, NT, SMEM_BYTES);
+    g_occ = occ > 0 ? occ : 1;
     g_init = true;
   }
   Params p{};
@@ -482,5 +540,8 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   p.num_rows = static_cast<int>(ckv_cache.size(0));
   p.scale_log2 = static_cast<float>(sm_scale * 1.4426950408889634);
   const int64_t tiles = (total_q + QT - 1) / QT + B + 1;
-  KA_LAUNCH(mla_prefill_kernel, dim3(static_cast<unsigned>(tiles)), dim3(NT), SMEM_BYTES, p);
+  p.tiles = static_cast<int>(tiles);
+  int64_t ctas = tiles;
+  if (KA_PERSIST != 0 && ctas > static_cast<int64_t>(g_sms) * g_occ) ctas = static_cast<int64_t>(g_sms) * g_occ;
+  KA_LAUNCH(mla_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), SMEM_BYTES, p);
 }
