@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Self-test of the paged-decode attention families (families/gqa_decode_cuda, families/mla_decode_cuda)
-outside KernelArc's judge: builds family points, calls them through the native ABI (ctypes, the
+"""Self-test of the attention families outside KernelArc's judge: the paged-decode ones
+(families/gqa_decode_cuda, families/mla_decode_cuda: --family gqa | mla | both) and the causal
+prefill ones (families/gqa_prefill_cuda on 014 paged and 016 ragged, families/mla_prefill_cuda on
+019: --family gqa_prefill | mla_prefill | prefill; --family all for the four). It builds family points, calls them through the native ABI (ctypes, the
 `kernelarc_entry` symbol that KA_ENTRY exports) on torch tensors, compares with the definition's own
 reference code by SOL-ExecBench's rule, and (cuda mode) times them.
 
@@ -10,14 +12,22 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                synthetic cases built to hit the corner cases: empty sequences (alone, first, last, at
                chunk boundaries), one-token sequences, many sequences per chunk, sequences cut by
                chunk boundaries, kv_indptr[0] > 0, a KV range of zero tokens, permuted page ids.
+               Prefill cases: qo_len = 1, qo_len = kv_len, qo_len < kv_len, qo_len > kv_len (rows
+               that see no key: zeros where the reference skips them, NaN where its softmax makes
+               them NaN; a NaN matching a reference NaN counts as equal here only), kv_len = 0 and
+               qo_len = 0 sequences, tile edges, many unequal sequences, leading rows before
+               qo_indptr[0]; compared with the definition's reference code (CPU).
   --mode compile  builds every valid point (or --points) with nvcc for sm_90a (-Xptxas -v) on this
                machine, no GPU needed, and reports the count, failures, seconds, registers and spills.
   --mode cuda  builds each point with nvcc (sm_90a on Hopper) and runs (a) the same synthetic cases
                and (b) the problem's real workloads (kv_indptr/kv_indices from the blobs, random
                q/k/v as SOL-ExecBench draws them), reporting correctness, median time over
-               L2-flushed calls (CUDA events) and the effective KV bandwidth (each KV byte once).
+               L2-flushed calls (CUDA events) and the effective KV bandwidth (each KV byte once);
+               prefill: achieved TFLOP/s counting only the unmasked scores.
 
-Points: --points default (one representative per structural knob combination and per split mode),
+Points: --points default (decode: one representative per structural knob combination and per split
+mode; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, plus two
+seeded random points),
 --points all (every valid point), or explicit --knobs NAME=V,NAME=V (repeatable).
 Exit status 0 when every check passed. One JSON line per (point, case) goes to --jsonl when given.
 """
@@ -43,9 +53,16 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 EMU_HEADER = os.path.join(ROOT, "families", "gqa_decode_cuda", "emu", "ka_emu.h")
 FAMILIES = {
-    "gqa": ("gqa_decode_cuda", "012_gqa_paged_decode_h32_kv4_d128_ps1"),
-    "mla": ("mla_decode_cuda", "018_mla_paged_decode_h16_ckv512_kpe64_ps1"),
+    "gqa": ("gqa_decode_cuda", ["012_gqa_paged_decode_h32_kv4_d128_ps1"]),
+    "mla": ("mla_decode_cuda", ["018_mla_paged_decode_h16_ckv512_kpe64_ps1"]),
+    # causal prefill: one GQA family serves the paged (014) and the ragged (016) definition
+    "gqa_prefill": ("gqa_prefill_cuda", ["014_gqa_paged_prefill_causal_h32_kv4_d128_ps1",
+                                         "016_gqa_ragged_prefill_causal_h32_kv4_d128"]),
+    "mla_prefill": ("mla_prefill_cuda", ["019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1"]),
 }
+FAMILY_SETS = {"both": ["gqa", "mla"], "prefill": ["gqa_prefill", "mla_prefill"],
+               "all": ["gqa", "mla", "gqa_prefill", "mla_prefill"]}
+PREFILL = ("gqa_prefill", "mla_prefill")
 DTYPE_CODE = {torch.float64: 0, torch.float32: 1, torch.float16: 2, torch.bfloat16: 3, torch.int64: 8, torch.int32: 9}
 
 
@@ -134,6 +151,32 @@ def default_points(fam, defn, pts, extra=6, seed=7):
     return chosen + rest[:extra]
 
 
+def default_points_prefill(fam, pts, extra=2, seed=7):
+    """Prefill families: one point per (WARPS, tile) pair, the other knobs (STAGES, ORDER, Q_IN_SMEM,
+    ...) cycled through their domains so that every value of every knob is covered; plus `extra`
+    seeded random points."""
+    import random
+    names = list(fam["knobs"])
+    primary = [n for n in names if n in ("WARPS", "KV_TILE", "QTOK")]
+    others = [n for n in names if n not in primary]
+    keys = []
+    for p in pts:
+        key = tuple(p[k] for k in primary)
+        if key not in keys:
+            keys.append(key)
+    chosen = []
+    for i, key in enumerate(keys):
+        same = [p for p in pts if tuple(p[k] for k in primary) == key]
+        want = {n: fam["knobs"][n][(i + j) % len(fam["knobs"][n])] for j, n in enumerate(others)}
+        # the valid point closest to the wanted values (most knobs equal)
+        best = max(same, key=lambda p: sum(p[n] == want[n] for n in others))
+        if best not in chosen:
+            chosen.append(best)
+    rest = [p for p in pts if p not in chosen]
+    random.Random(seed).shuffle(rest)
+    return chosen + rest[:extra]
+
+
 def point_source(fam, defn, knobs):
     lines = [f"// generated by attention_selftest from family {fam['name']}"]
     for n, v in sorted(problem_defines(fam, defn).items()):
@@ -199,8 +242,12 @@ def compile_all(fam, defn, pts, workdir, jobs):
 def make_inputs(defn, axes_extra, indptr, indices, num_pages, device, gen, scale):
     axes = const_axes(defn)
     B = len(indptr) - 1
-    axes.update({"batch_size": B, "num_pages": num_pages, "len_indptr": B + 1, "num_kv_indices": len(indices)})
+    axes.update({"batch_size": B, "num_pages": num_pages, "len_indptr": B + 1, "num_kv_indices": len(indices),
+                 "total_kv": indptr[-1]})
     axes.update(axes_extra)
+    qo_indptr = axes_extra.get("_qo_indptr")
+    if qo_indptr is not None:
+        axes["total_q"] = qo_indptr[-1]
     vals = {}
     for name, t in defn["inputs"].items():
         if t["shape"] is None:
@@ -209,6 +256,8 @@ def make_inputs(defn, axes_extra, indptr, indices, num_pages, device, gen, scale
         shape = [axes[s] for s in t["shape"]]
         if name == "kv_indptr":
             vals[name] = torch.tensor(indptr, dtype=torch.int32, device=device)
+        elif name == "qo_indptr":
+            vals[name] = torch.tensor(qo_indptr, dtype=torch.int32, device=device)
         elif name == "kv_indices":
             vals[name] = torch.tensor(indices, dtype=torch.int32, device=device).reshape(shape)
         else:
@@ -227,9 +276,14 @@ def reference_fn(defn):
     return ns["run"]
 
 
-def compare(out, ref, atol=1e-2, rtol=1e-2, ratio=0.99, allow_neg_inf=True):
+def compare(out, ref, atol=1e-2, rtol=1e-2, ratio=0.99, allow_neg_inf=True, nan_equal=False):
+    """SOL-ExecBench's rule. nan_equal (prefill self-test only): a NaN where the reference has a NaN
+    counts as equal (the ragged/MLA references give NaN rows for queries that see no key; the judge
+    refuses any NaN in a reference, so no real workload has such rows)."""
     x, y = out.float().flatten().cpu(), ref.float().flatten().cpu()
     both = (x == -math.inf) & (y == -math.inf) if allow_neg_inf else torch.zeros_like(x, dtype=torch.bool)
+    if nan_equal:
+        both = both | (torch.isnan(x) & torch.isnan(y))
     bad_x = ~torch.isfinite(x) & ~both
     bad_y = ~torch.isfinite(y) & ~both
     info = {"nan": int(torch.isnan(x).sum()), "nonfinite_mismatch": int(bad_x.sum() + bad_y.sum())}
@@ -281,7 +335,8 @@ _REF_CACHE = {}
 
 def run_case(lib, defn, ref, case, device, seed):
     gen = torch.Generator(device=device).manual_seed(seed)
-    vals, outs = make_inputs(defn, {}, case["indptr"], case["indices"], case["num_pages"], device, gen, case["scale"])
+    extra = {"_qo_indptr": case["qo_indptr"]} if "qo_indptr" in case else {}
+    vals, outs = make_inputs(defn, extra, case["indptr"], case["indices"], case["num_pages"], device, gen, case["scale"])
     before = {k: v.clone() for k, v in vals.items() if torch.is_tensor(v)}
     call(lib, defn, vals, outs)
     if device == "cuda":
@@ -296,7 +351,7 @@ def run_case(lib, defn, ref, case, device, seed):
     res = {}
     ok = True
     for (name, _), rv in zip(defn["outputs"].items(), r):
-        c = compare(outs[name], rv)
+        c = compare(outs[name], rv, nan_equal="qo_indptr" in case)
         res[name] = c
         ok &= c["ok"]
         # a stricter look: every element within tolerance, empty sequences exact
@@ -333,6 +388,48 @@ def synthetic_cases(fam_key, rng):
     return out
 
 
+def prefill_cases(fam_key, rng):
+    """(qo_lens, kv_lens) per case, small enough for the emulator: qo_len = 1, qo_len = kv_len,
+    qo_len < kv_len, qo_len > kv_len (rows that see no key), kv_len = 0 and qo_len = 0 sequences,
+    sequences shorter than a tile, lengths at tile boundaries (8/16 query tokens, 32/64/128 keys),
+    many unequal sequences, and q/kv rows before qo_indptr[0] / kv_indptr[0]."""
+    many_q = [rng.randint(0, 6) for _ in range(12)]
+    many_kv = [q + rng.randint(0, 20) for q in many_q]
+    cases = [
+        ("q1_kv1", [1], [1]),
+        ("q1_kv70", [1], [70]),
+        ("square_9", [9], [9]),
+        ("square_16", [16], [16]),
+        ("square_33", [33], [33]),
+        ("q_lt_kv", [20], [100]),
+        ("q_gt_kv", [24], [5]),
+        ("kv_empty", [5, 3, 2], [0, 4, 0]),
+        ("q_empty", [0, 4, 0], [10, 4, 0]),
+        ("tile_bounds", [8, 16, 32, 1], [64, 128, 32, 129]),
+        ("many_unequal", many_q, many_kv),
+        ("unequal", [40, 2, 17], [160, 2, 30]),
+        ("long_kv", [3], [300]),
+    ]
+    out = [{"name": n, "qlens": q, "kvlens": k, "qlead": 0, "kvlead": 0} for n, q, k in cases]
+    out.append({"name": "leading_rows", "qlens": [4, 6, 0], "kvlens": [7, 6, 3], "qlead": 3, "kvlead": 2})
+    return out
+
+
+def materialise_prefill(case, rng, scale):
+    qo = [case.get("qlead", 0)]
+    for L in case["qlens"]:
+        qo.append(qo[-1] + L)
+    kv = [case.get("kvlead", 0)]
+    for L in case["kvlens"]:
+        kv.append(kv[-1] + L)
+    n = kv[-1]
+    num_pages = max(1, n + 3 + rng.randint(0, 50))
+    perm = list(range(num_pages))
+    rng.shuffle(perm)
+    return {"name": case["name"], "qo_indptr": qo, "indptr": kv, "indices": perm[:n], "num_pages": num_pages,
+            "scale": scale}
+
+
 def materialise(case, rng, scale):
     lens, lead = case["lens"], case.get("lead", 0)
     indptr = [lead]
@@ -353,8 +450,11 @@ def workload_cases(prob, defn, limit_names=None):
         blob = os.path.join(prob, w["inputs"]["kv_indptr"]["path"])
         t = load_safetensors_int32(blob)
         scale = w["inputs"]["sm_scale"]["value"]
-        from_blob.append({"name": w["uuid"][:8], "indptr": t["kv_indptr"], "indices": t["kv_indices"],
-                          "num_pages": w["axes"]["num_pages"], "scale": scale, "axes": w["axes"]})
+        c = {"name": w["uuid"][:8], "indptr": t["kv_indptr"], "indices": t.get("kv_indices", []),
+             "num_pages": w["axes"].get("num_pages", 1), "scale": scale, "axes": w["axes"]}
+        if "qo_indptr" in t:
+            c["qo_indptr"] = t["qo_indptr"]
+        from_blob.append(c)
     return from_blob
 
 
@@ -372,6 +472,22 @@ def load_safetensors_int32(path):
         assert v["dtype"] == "I32"
         out[k] = list(struct.unpack(f"<{(b - a) // 4}i", data[a:b]))
     return out
+
+
+def prefill_flops(fam_key, case):
+    """FLOPs of the unmasked scores only: per visible (query, key) pair and head, 2*d_qk (Q.K) +
+    2*d_v (P.V)."""
+    qo, kv = case["qo_indptr"], case["indptr"]
+    pairs = 0
+    for b in range(len(qo) - 1):
+        ql, kl = qo[b + 1] - qo[b], kv[b + 1] - kv[b]
+        if ql <= 0 or kl <= 0:
+            continue
+        lo = max(1, kl - ql + 1)
+        pairs += (kl + lo) * (kl - lo + 1) // 2
+    if fam_key == "gqa_prefill":
+        return pairs * 32 * (2 * 128 + 2 * 128)
+    return pairs * 16 * (2 * 576 + 2 * 512)
 
 
 def kv_bytes(fam_key, case):
@@ -407,7 +523,8 @@ def time_call(lib, defn, vals, outs, iters=30):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["emu", "cuda", "compile"], required=True)
-    ap.add_argument("--family", choices=["gqa", "mla", "both"], default="both")
+    ap.add_argument("--family", choices=["gqa", "mla", "both", "gqa_prefill", "mla_prefill", "prefill", "all"],
+                    default="both", help="both: the two decode families (as before); prefill: the two prefill ones")
     ap.add_argument("--points", default="default", help="default | all | first")
     ap.add_argument("--knobs", action="append", default=[], help="NAME=V,NAME=V (repeatable); overrides --points")
     ap.add_argument("--cases", default="synthetic", help="synthetic | workloads | both (workloads: cuda only)")
@@ -428,11 +545,10 @@ def main():
         major, minor = torch.cuda.get_device_capability(0)
         arch = f"{major}{minor}" + ("a" if major >= 9 else "")
     log = open(args.jsonl, "a") if args.jsonl else None
-    fams = ["gqa", "mla"] if args.family == "both" else [args.family]
+    fams = FAMILY_SETS.get(args.family, [args.family])
     failures = 0
     rows = []
-    for fk in fams:
-        fname, pname = FAMILIES[fk]
+    for fk, (fname, pname) in [(fk, (FAMILIES[fk][0], pn)) for fk in fams for pn in FAMILIES[fk][1]]:
         if not os.path.isdir(os.path.join(ROOT, "families", fname)):
             print(f"[skip] family {fname} missing")
             continue
@@ -453,7 +569,7 @@ def main():
                 sel.append(k)
             pts = sel
         elif args.points == "default":
-            pts = default_points(fam, defn, pts)
+            pts = default_points_prefill(fam, pts) if fk in PREFILL else default_points(fam, defn, pts)
         elif args.points == "first":
             pts = pts[:1]
         print(f"== {fname} on {pname}: {len(pts)} point(s), mode {args.mode}", flush=True)
@@ -483,13 +599,18 @@ def main():
         cases = []
         if args.cases in ("synthetic", "both"):
             scale = next((json.loads(l)["inputs"]["sm_scale"]["value"] for l in open(os.path.join(prob, "workload.jsonl"))), 0.1)
-            cases += [materialise(c, rng, scale) for c in synthetic_cases(fk, rng)]
+            if fk in PREFILL:
+                cases += [materialise_prefill(c, rng, scale) for c in prefill_cases(fk, rng)]
+            else:
+                cases += [materialise(c, rng, scale) for c in synthetic_cases(fk, rng)]
         if args.cases in ("workloads", "both"):
             cases += workload_cases(prob, defn)  # (emu: select small ones with --only)
         if args.only:
             names = set(args.only.split(","))
             cases = [c for c in cases if c["name"] in names]
         sms_list = [int(s) for s in args.sms.split(",")] if args.mode == "emu" else [0]
+        if fk in PREFILL:
+            sms_list = sms_list[:1]  # the prefill families size nothing from the SM count
         for knobs, (so, bt) in zip(pts, builds):
             lib = ctypes.CDLL(so)
             lib.kernelarc_entry.argtypes = [ctypes.POINTER(TensorArg), ctypes.c_int]
@@ -512,7 +633,7 @@ def main():
                         ok, res, vals, outs = run_case(lib, defn, ref, case, device, args.seed + ci)
                     except Exception as e:  # noqa: BLE001
                         ok, res, vals, outs = False, {"error": str(e)[:500]}, None, None
-                    row = {"family": fname, "knobs": knobs_str(knobs), "case": case["name"], "sms": sms, "ok": ok,
+                    row = {"family": fname, "problem": pname[:3], "knobs": knobs_str(knobs), "case": case["name"], "sms": sms, "ok": ok,
                            "wall_s": round(time.time() - t0, 2)}
                     for name in defn["outputs"]:
                         if name in res:
@@ -525,16 +646,20 @@ def main():
                     if ok and args.mode == "cuda" and args.time and "axes" in case:
                         us = time_call(lib, defn, vals, outs)
                         row["us"] = round(us, 2)
-                        row["kv_mb"] = round(kv_bytes(fk, case) / 1e6, 1)
-                        row["tb_s"] = round(kv_bytes(fk, case) / (us * 1e-6) / 1e12, 3)
+                        if fk in PREFILL:
+                            row["gflop"] = round(prefill_flops(fk, case) / 1e9, 3)
+                            row["tflops"] = round(prefill_flops(fk, case) / (us * 1e-6) / 1e12, 2)
+                        else:
+                            row["kv_mb"] = round(kv_bytes(fk, case) / 1e6, 1)
+                            row["tb_s"] = round(kv_bytes(fk, case) / (us * 1e-6) / 1e12, 3)
                     failures += 0 if ok else 1
                     rows.append(row)
                     if log:
                         log.write(json.dumps(row) + "\n")
                         log.flush()
                     flag = "ok  " if ok else "FAIL"
-                    extra = " ".join(f"{k}={row[k]}" for k in row if k.endswith("max_abs") or k in ("us", "tb_s", "error", "input_written"))
-                    print(f"  [{flag}] {knobs_str(knobs)} sms={sms} {case['name']}: {extra} ({row['wall_s']} s)", flush=True)
+                    extra = " ".join(f"{k}={row[k]}" for k in row if k.endswith("max_abs") or k in ("us", "tb_s", "tflops", "error", "input_written"))
+                    print(f"  [{flag}] {pname[:3]} {knobs_str(knobs)} sms={sms} {case['name']}: {extra} ({row['wall_s']} s)", flush=True)
     print(f"== {len(rows)} checks, {failures} failed")
     sys.exit(1 if failures else 0)
 

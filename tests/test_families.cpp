@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -155,6 +156,8 @@ TEST(Families, ShippedFamiliesLoad) {
   for (const auto& f : fams) names.insert(f.name);
   EXPECT_TRUE(names.count("rmsnorm_cuda"));
   EXPECT_TRUE(names.count("rmsnorm_host"));
+  for (const char* n : {"gqa_decode_cuda", "mla_decode_cuda", "gqa_prefill_cuda", "mla_prefill_cuda"})
+    EXPECT_TRUE(names.count(n)) << n;
 }
 
 TEST(Families, KnobsStr) {
@@ -451,6 +454,59 @@ const std::vector<std::string> kGemmProblems{"004_gemm_n128_k2048", "005_gemm_n2
 // The family applies to the six fp16 GEMM problems (and a bf16 copy of one), not to RMSNorm; its
 // space is the same size on every problem of the same K; instantiation takes no problem defines (N
 // and K are read from the arguments), so one build serves every GEMM problem.
+// The attention families on their FlashInfer-Bench problems: each applies (and only there), its
+// space is non-empty and every point valid, the problem defines select the variant (the prefill GQA
+// family serves the paged 014 and the ragged 016 definition from one source: KA_PAGED from
+// has_input:kv_indices; KA_MASKED_ROW_ZERO from the reference, 1 where it skips rows that see no
+// key, 0 where its softmax leaves them NaN), and instantiation prepends them.
+TEST(FamiliesDev, AttentionFamilySpaces) {
+  struct Case {
+    const char* family;
+    const char* problem;
+    size_t min_points;
+    std::map<std::string, std::string> defines;
+  };
+  const std::vector<Case> cases{
+      {"gqa_decode_cuda", "012_gqa_paged_decode_h32_kv4_d128_ps1", 10, {{"HEAD_DIM", "128"}}},
+      {"mla_decode_cuda", "018_mla_paged_decode_h16_ckv512_kpe64_ps1", 10, {{"HEAD_DIM_CKV", "512"}}},
+      {"gqa_prefill_cuda", "014_gqa_paged_prefill_causal_h32_kv4_d128_ps1", 40,
+       {{"NUM_QO_HEADS", "32"}, {"NUM_KV_HEADS", "4"}, {"HEAD_DIM", "128"}, {"PAGED", "1"}, {"MASKED_ROW_ZERO", "1"}}},
+      {"gqa_prefill_cuda", "016_gqa_ragged_prefill_causal_h32_kv4_d128", 40,
+       {{"NUM_QO_HEADS", "32"}, {"NUM_KV_HEADS", "4"}, {"HEAD_DIM", "128"}, {"PAGED", "0"}, {"MASKED_ROW_ZERO", "0"}}},
+      {"mla_prefill_cuda", "019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1", 20,
+       {{"NUM_QO_HEADS", "16"}, {"HEAD_DIM_CKV", "512"}, {"HEAD_DIM_KPE", "64"}, {"MASKED_ROW_ZERO", "0"}}},
+  };
+  if (!fs::exists(dev_problem(cases[2].problem))) GTEST_SKIP() << "no dev problems";
+  std::vector<Problem> problems;
+  for (const auto& c : cases) problems.push_back(load_problem(dev_problem(c.problem)));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const Family& f = shipped(c.family);
+    for (size_t j = 0; j < cases.size(); ++j)
+      EXPECT_EQ(f.applies_to(problems[j]), std::string(cases[j].family) == c.family) << c.family << " on " << cases[j].problem;
+    const std::vector<Knobs> space = f.space(problems[i]);
+    EXPECT_GE(space.size(), c.min_points) << c.family << " on " << c.problem;
+    std::set<std::string> distinct;
+    for (const auto& k : space) {
+      EXPECT_TRUE(f.valid(k, problems[i]));
+      distinct.insert(knobs_str(k));
+    }
+    EXPECT_EQ(distinct.size(), space.size());
+    const auto defs = f.problem_defines(problems[i]);
+    for (const auto& [name, value] : c.defines) {
+      ASSERT_TRUE(defs.count(name)) << c.family << " " << name;
+      EXPECT_EQ(defs.at(name), value) << c.family << " on " << c.problem << ": " << name;
+    }
+    ASSERT_FALSE(space.empty());
+    const Candidate cand = f.instantiate(space.front(), problems[i]);
+    ASSERT_EQ(cand.sources.size(), 1u);
+    const std::string& src = cand.sources[0].content;
+    for (const auto& [name, value] : defs) EXPECT_TRUE(has(src, "#define KA_" + name + " " + value + "\n")) << name;
+    EXPECT_TRUE(has(src, f.source));
+    EXPECT_EQ(cand.entry_symbol, "run");
+  }
+}
+
 TEST(FamiliesDev, GemmHopperSpaces) {
   if (!fs::exists(dev_problem(kGemmProblems[0]))) GTEST_SKIP() << "no dev problems";
   const Family& f = shipped("gemm_hopper_cuda");

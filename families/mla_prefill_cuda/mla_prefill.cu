@@ -1,0 +1,547 @@
+// mla_prefill.cu — KernelArc family mla_prefill_cuda: batched causal MLA prefill with absorbed
+// weights over a paged cache with page size 1 (FlashInfer-Bench mla_paged_prefill_causal_*_ps1),
+// bf16 in and out, fp32 accumulation, on tensor cores (mma.sync m16n8k16 bf16, ldmatrix).
+//
+// Semantics (the definition's reference):
+//   sequence b: queries qo_indptr[b] .. qo_indptr[b+1), keys = pages kv_indices[kv_indptr[b] ..
+//   kv_indptr[b+1]); qo_len, kv_len; query i sees keys j <= i + kv_len - qo_len.
+//   x[h][j] = (q_nope[h]·ckv[j] + q_pe[h]·kpe[j]) * sm_scale;  lse = log2 sum_j exp(x)  (base 2)
+//   out[h]  = bf16(softmax(x[h]) · ckv)   (the values are the compressed rows themselves)
+//   qo_len == 0 or kv_len == 0 sequences, and rows before qo_indptr[0]: out 0, lse -inf (as
+//   initialised). A row of a non-empty sequence that sees no key (kv_len < qo_len): the reference
+//   takes the softmax of an all -inf row, so out = NaN (KA_MASKED_ROW_ZERO = 0) and lse = -inf.
+//   Scores are kept in base 2; P is rounded to bf16 for P·V, normalised by the sum of the rounded
+//   values; the lse sums the exact ones.
+//
+// KernelArc prepends the defines (family.json):
+//   problem  KA_NUM_QO_HEADS (16: one mma m-tile is one token's heads), KA_HEAD_DIM_CKV,
+//            KA_HEAD_DIM_KPE, KA_MASKED_ROW_ZERO
+//   knobs    KA_QTOK      query tokens per CTA (M = 16*QTOK rows, m-tile i = token i)
+//            KA_WARPS     warps per CTA
+//            KA_KV_TILE   keys per pipeline stage (a stage holds T gathered [ckv | kpe] rows; the
+//                         ckv part is also the V operand, so each row is read from memory once)
+//            KA_STAGES    cp.async pipeline depth
+//            KA_ORDER     0 natural; 1 heaviest tile of each sequence first; 2 as 1 with sequences
+//                         by decreasing work (as in gqa_prefill_cuda)
+//            KA_PERSIST   0: one CTA per possible query tile; 1: SMs x occupancy persistent CTAs
+//                         stride over the tiles (as in gqa_prefill_cuda)
+//
+// Per K/V tile, three phases separated by CTA barriers (the rows are too wide, 576 for Q·K and 512
+// for P·V, for one warp to own whole rows of S and O in registers):
+//   S   warp w computes S for m-tile w % QTOK and keys [(w / QTOK) * KW, +KW) over all 576 dims
+//       (Q and K from shared memory by ldmatrix), scaled to base 2, into an fp32 S tile in smem;
+//   softmax  NT/M threads per row: mask (diagonal tiles only), running max, P = 2^(x - m) as bf16
+//       into a P tile, running sums, the rescale factor per row into smem;
+//   P·V warp w owns m-tile w % QTOK and output dims [(w / QTOK) * DB, +DB) in registers, rescales
+//       them and adds P·V (P and the ckv part of the stage by ldmatrix / ldmatrix.trans).
+// Work decomposition as in gqa_prefill_cuda: grid.x bounds the query tiles from shapes only, each
+// CTA finds its (sequence, tile) by a warp scan over qo_indptr; a tile whose rows see no key writes
+// the empty-row values only; masks only on tiles that cross the diagonal.
+#ifdef KA_EMULATE
+#include KA_EMULATE
+#else
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#endif
+#include <kernelarc/abi.h>
+
+#include <climits>
+#include <cstdint>
+
+#if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_MASKED_ROW_ZERO) || \
+    !defined(KA_QTOK) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) || !defined(KA_ORDER) || \
+    !defined(KA_PERSIST)
+#error "mla_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
+#endif
+
+namespace ka_mlap {
+namespace {
+
+constexpr int H = KA_NUM_QO_HEADS;
+constexpr int DC = KA_HEAD_DIM_CKV;
+constexpr int DP = KA_HEAD_DIM_KPE;
+constexpr int DQ = DC + DP;               // Q·K width
+constexpr int MT = KA_QTOK;               // m-tiles = tokens per CTA
+constexpr int M = 16 * MT;
+constexpr int QT = MT;                    // query tokens per tile (for the shared tile mapping)
+constexpr int W = KA_WARPS;
+constexpr int NT = 32 * W;
+constexpr int T = KA_KV_TILE;
+constexpr int STAGES = KA_STAGES;
+constexpr int ROWB = 2 * DQ + 16;         // bytes per Q or K row in smem ([ckv | kpe] + 16 B pad)
+constexpr int CPR = 2 * DQ / 16;          // 16-byte chunks per row
+constexpr int CPC = 2 * DC / 16;          // of which ckv
+constexpr int KG = W / MT;                // key groups (S) = dim groups (P·V)
+constexpr int KW = T / KG;                // keys per warp in S
+constexpr int DB = DC / KG;               // output dims per warp in P·V
+constexpr int TPR = NT / M;               // softmax threads per row
+constexpr int CPT = T / TPR;              // softmax columns per thread
+constexpr int SROW = T + 4;               // fp32 S row stride (elements)
+constexpr int PROWB = 2 * T + 16;         // bf16 P row stride (bytes)
+constexpr int STAGE_BYTES = T * ROWB;
+constexpr int Q_BYTES = M * ROWB;
+constexpr int S_BYTES = M * SROW * 4;
+constexpr int P_BYTES = M * PROWB;
+constexpr int ROWSTAT_BYTES = M * 4 * 2;  // alpha, 1/l
+constexpr int MAXB_SORT = 1024;
+constexpr int SORT_BYTES = KA_ORDER == 2 ? MAXB_SORT * 8 : 0;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + S_BYTES + P_BYTES + ROWSTAT_BYTES + SORT_BYTES + 16;
+constexpr float kNegInf = -__builtin_huge_valf();
+
+static_assert(H == 16, "one m-tile must be one token's 16 heads");
+static_assert(DC % 128 == 0 && DP % 16 == 0 && DQ % 32 == 0, "head dims");
+static_assert(W % MT == 0 && KW % 8 == 0 && KW >= 8 && DB % 16 == 0 && DB <= 256, "QTOK / WARPS / KV_TILE");
+static_assert(NT % M == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0 && T % TPR == 0 && CPT % 2 == 0, "softmax mapping");
+static_assert(STAGES >= 2 && STAGES <= 6, "STAGES");
+static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
+
+// ── primitives ─────────────────────────────────────────────────────────────────────────────────
+#ifdef KA_EMULATE
+using namespace ka_emu_ops;
+#define KA_DYN_SMEM(name) unsigned char* name = emu::smem_base()
+#define KA_LAUNCH(kernel, grid, block, smem, ...) emu::launch(grid, block, smem, [=] { kernel(__VA_ARGS__); })
+template <int N>
+inline void cp_async_wait_n() { cp_async_wait(N); }
+inline void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  ka_emu_ops::ldsm_x4(a, r0, r1, r2, r3, false);
+}
+inline void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  ka_emu_ops::ldsm_x4(a, r0, r1, r2, r3, true);
+}
+inline uint32_t pack_bf16(float lo, float hi) { return uint32_t(f2bf(lo)) | (uint32_t(f2bf(hi)) << 16); }
+#else
+#define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait_n() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(a));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(a));
+}
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+#endif
+
+__device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
+__device__ __forceinline__ int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
+
+struct Params {
+  const uint16_t* q_nope;  // [total_q][H][DC]
+  const uint16_t* q_pe;    // [total_q][H][DP]
+  const uint16_t* ckv;     // [P][1][DC]
+  const uint16_t* kpe;     // [P][1][DP]
+  const int* qo_indptr;    // [B+1]
+  const int* kv_indptr;    // [B+1]
+  const int* indices;      // [N]
+  uint16_t* out;           // [total_q][H][DC]
+  float* lse;              // [total_q][H]
+  int B, total_q, num_rows;
+  int tiles;  // upper bound of the query tiles (from shapes)
+  float scale_log2;
+};
+
+// Unmasked score count of a sequence (its share of the work), plus its rows (for the writes).
+__device__ __forceinline__ float seq_cost(int ql, int kl) {
+  if (ql <= 0) return 0.f;
+  if (kl <= 0) return static_cast<float>(ql);
+  const int vlo = imax(1, kl - ql + 1);
+  return 0.5f * static_cast<float>(kl + vlo) * static_cast<float>(kl - vlo + 1) + static_cast<float>(ql);
+}
+
+// Maps tile number t to (sequence, local tile) by a warp scan over per-sequence tile counts in the
+// order ord (identity when ord is null). Sequence -1 is the leading rows before qo_indptr[0].
+// Warp-uniform; every lane gets the result. Returns false when t is past the last tile.
+__device__ __forceinline__ bool map_tile(const Params& p, const int* ord, int t, int lane, int& b_out, int& tile_out) {
+  const int lead = __ldg(p.qo_indptr);
+  const int lead_tiles = lead > 0 ? ceil_div_i(lead, QT) : 0;
+  if (t < lead_tiles) {
+    b_out = -1;
+    tile_out = t;
+    return true;
+  }
+  int rem = t - lead_tiles;
+  for (int base = 0; base < p.B; base += 32) {
+    const int i = base + lane;
+    int b = i;
+    int n = 0;
+    if (i < p.B) {
+      if (ord) b = ord[i];
+      const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
+      n = ql > 0 ? ceil_div_i(ql, QT) : 0;
+    }
+    int incl = n;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
+      if (lane >= d) incl += o;
+    }
+    const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
+    if (bal) {
+      const int src = __popc((bal & (~bal + 1u)) - 1u);
+      const int bb = __shfl_sync(0xffffffffu, b, src);
+      const int before = __shfl_sync(0xffffffffu, incl - n, src);
+      b_out = bb;
+      tile_out = rem - before;
+      return true;
+    }
+    rem -= __shfl_sync(0xffffffffu, incl, 31);
+  }
+  return false;
+}
+
+// A forward-only walk over the tiles in work order for a persistent CTA, whose tile numbers only
+// grow: pos is a position in the order (-1: the leading rows), before the first tile number of pos.
+struct Cursor {
+  int pos = -1, before = 0;
+};
+__device__ __forceinline__ int tiles_at(const Params& p, const int* ord, int pos) {
+  if (pos < 0) {
+    const int lead = __ldg(p.qo_indptr);
+    return lead > 0 ? ceil_div_i(lead, QT) : 0;
+  }
+  const int b = ord ? ord[pos] : pos;
+  const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
+  return ql > 0 ? ceil_div_i(ql, QT) : 0;
+}
+__device__ __forceinline__ bool advance(const Params& p, const int* ord, Cursor& c, int t, int& b_out, int& tile_out) {
+  while (c.pos < p.B) {
+    const int n = tiles_at(p, ord, c.pos);
+    if (t < c.before + n) {
+      b_out = c.pos < 0 ? -1 : (ord ? ord[c.pos] : c.pos);
+      tile_out = t - c.before;
+      return true;
+    }
+    c.before += n;
+    ++c.pos;
+  }
+  return false;
+}
+
+__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile);
+
+// Shared memory: STAGES x [T][ROWB] K/V stages | Q [M][ROWB] | S fp32 [M][SROW] | P bf16 [M][PROWB] |
+// alpha [M] | 1/l [M] | (ORDER 2) sequence costs and order.
+__global__ void __launch_bounds__(NT) mla_prefill_kernel(Params p) {
+  KA_DYN_SMEM(smem);
+  const int tid = threadIdx.x, lane = tid & 31;
+  float* const inv_smem = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES + Q_BYTES + S_BYTES + P_BYTES) + M;
+
+  // ── which tile ──
+  const int* ord = nullptr;
+  if constexpr (KA_ORDER == 2) {
+    if (p.B <= MAXB_SORT) {
+      float* cost = reinterpret_cast<float*>(inv_smem + M);
+      int* order = reinterpret_cast<int*>(cost + MAXB_SORT);
+      for (int b = tid; b < p.B; b += NT) {
+        const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
+        const int kl = __ldg(p.kv_indptr + b + 1) - __ldg(p.kv_indptr + b);
+        cost[b] = seq_cost(ql, kl);
+      }
+      __syncthreads();
+      for (int b = tid; b < p.B; b += NT) {
+        const float c = cost[b];
+        int rank = 0;
+        for (int o = 0; o < p.B; ++o) {
+          const float co = cost[o];
+          rank += (co > c || (co == c && o < b)) ? 1 : 0;
+        }
+        order[rank] = b;
+      }
+      __syncthreads();
+      ord = order;
+    }
+  }
+  if constexpr (KA_PERSIST == 0) {
+    int b, tile;
+    if (!map_tile(p, ord, blockIdx.x, lane, b, tile)) return;  // CTA-uniform
+    do_tile(p, smem, b, tile);
+  } else {
+    Cursor cur;
+    for (int w = blockIdx.x; w < p.tiles; w += gridDim.x) {
+      int b, tile;
+      if (!advance(p, ord, cur, w, b, tile)) break;  // CTA-uniform
+      __syncthreads();  // the previous item's readers of shared memory are done
+      do_tile(p, smem, b, tile);
+    }
+  }
+}
+
+__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile) {
+  unsigned char* const stages = smem;
+  unsigned char* const q_smem = stages + STAGES * STAGE_BYTES;
+  float* const s_smem = reinterpret_cast<float*>(q_smem + Q_BYTES);
+  unsigned char* const p_smem = reinterpret_cast<unsigned char*>(s_smem + M * SROW);
+  float* const alpha_smem = reinterpret_cast<float*>(p_smem + P_BYTES);
+  float* const inv_smem = alpha_smem + M;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int q0, ql, k0 = 0, kl = 0;
+  if (b < 0) {
+    q0 = 0;
+    ql = __ldg(p.qo_indptr);
+  } else {
+    q0 = __ldg(p.qo_indptr + b);
+    ql = __ldg(p.qo_indptr + b + 1) - q0;
+    k0 = __ldg(p.kv_indptr + b);
+    kl = imax(__ldg(p.kv_indptr + b + 1) - k0, 0);
+    if (KA_ORDER >= 1) tile = ceil_div_i(ql, QT) - 1 - tile;
+  }
+  const int delta = kl - ql;
+  const int i0 = tile * QT;
+  const int nq = imin(QT, ql - i0);
+  const int i_last = i0 + nq - 1;
+  const int kv_hi = imin(kl, imax(i_last + delta + 1, 0));
+  const int64_t row0 = static_cast<int64_t>(q0 + i0) * H;  // output row of CTA row 0 (token-major)
+
+  if (kv_hi <= 0) {
+    const bool nan_rows = !KA_MASKED_ROW_ZERO && kl > 0;
+    const uint32_t fill = nan_rows ? 0x7fc07fc0u : 0u;
+    constexpr int C16 = DC / 8;
+    for (int i = tid; i < nq * H * C16; i += NT) {
+      uint4* dst = reinterpret_cast<uint4*>(p.out + (row0 + i / C16) * DC) + i % C16;
+      *dst = make_uint4(fill, fill, fill, fill);
+    }
+    for (int r = tid; r < nq * H; r += NT) p.lse[row0 + r] = kNegInf;
+    return;
+  }
+  const int ntiles = ceil_div_i(kv_hi, T);
+  const int nomask = imin(kl, imax(i0 + delta + 1, 0)) / T;
+
+  // ── loads: chunk c of a tile = row c / CPR, 16-byte column c % CPR ([ckv | kpe]) ──
+  auto issue = [&](int stage, int t) {
+    unsigned char* ks = stages + stage * STAGE_BYTES;
+    for (int c = tid; c < T * CPR; c += NT) {
+      const int row = c / CPR, col = c % CPR;
+      const int j = t * T + row;
+      const bool ok = j < kv_hi;
+      const int page = ok ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : 0;
+      const uint16_t* src = col < CPC ? p.ckv + static_cast<int64_t>(page) * DC + col * 8
+                                      : p.kpe + static_cast<int64_t>(page) * DP + (col - CPC) * 8;
+      cp_async_16(smem_u32(ks + row * ROWB + col * 16), src, ok ? 16 : 0);
+    }
+  };
+  for (int c = tid; c < M * CPR; c += NT) {
+    const int r = c / CPR, col = c % CPR;
+    const bool ok = r / H < nq;
+    const int64_t qrow = ok ? row0 + r : 0;
+    const uint16_t* src = col < CPC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - CPC) * 8;
+    cp_async_16(smem_u32(q_smem + r * ROWB + col * 16), src, ok ? 16 : 0);
+  }
+  cp_async_commit();
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ntiles) issue(s, s);
+    cp_async_commit();
+  }
+
+  // Warp roles.
+  const int mi = warp % MT, grp = warp / MT;
+  const int r0 = lane >> 2, cq = 2 * (lane & 3);
+  // Softmax roles: row srow, columns [ssub * CPT, +CPT).
+  const int srow = tid / TPR, ssub = tid % TPR;
+  const int slim = i0 + srow / H + delta;  // last key the row sees
+  float sm = kNegInf, sl = 0.f, se = 0.f;
+  constexpr int NTO = DB / 8;
+  float o[NTO][4];
+#pragma unroll
+  for (int n = 0; n < NTO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  const uint32_t qa_base = smem_u32(q_smem + (mi * 16 + (lane & 15)) * ROWB + (lane >> 4) * 16);
+  const uint32_t pa_base = smem_u32(p_smem + (mi * 16 + (lane & 15)) * PROWB + (lane >> 4) * 16);
+
+  for (int t = 0; t < ntiles; ++t) {
+    cp_async_wait_n<STAGES - 2>();
+    __syncthreads();  // tile t (and Q) landed; every warp is done with tile t-1
+    {
+      const int u = t + STAGES - 1;
+      if (u < ntiles) issue(u % STAGES, u);
+      cp_async_commit();
+    }
+    const unsigned char* ks = stages + (t % STAGES) * STAGE_BYTES;
+    // ── S phase ──
+    {
+      constexpr int NJ = KW / 8;
+      float s[NJ][4];
+#pragma unroll
+      for (int j = 0; j < NJ; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+      const uint32_t kb_base = smem_u32(ks + (grp * KW + (lane & 7)) * ROWB + (lane >> 3) * 16);
+#pragma unroll 2
+      for (int kk = 0; kk < DQ / 16; kk += 2) {
+        uint32_t a0[4], a1[4];
+        ldsm_x4(qa_base + kk * 32, a0[0], a0[1], a0[2], a0[3]);
+        ldsm_x4(qa_base + kk * 32 + 32, a1[0], a1[1], a1[2], a1[3]);
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4(kb_base + j * 8 * ROWB + kk * 32, b0, b1, b2, b3);
+          mma_bf16(s[j], a0, b0, b1);
+          mma_bf16(s[j], a1, b2, b3);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < NJ; ++j) {
+        const int col = grp * KW + 8 * j + cq;
+        float* d0 = s_smem + (mi * 16 + r0) * SROW + col;
+        float* d1 = d0 + 8 * SROW;
+        d0[0] = s[j][0] * p.scale_log2;
+        d0[1] = s[j][1] * p.scale_log2;
+        d1[0] = s[j][2] * p.scale_log2;
+        d1[1] = s[j][3] * p.scale_log2;
+      }
+    }
+    __syncthreads();
+    // ── softmax phase ──
+    {
+      float x[CPT];
+      const float* src = s_smem + srow * SROW + ssub * CPT;
+      const int key0 = t * T + ssub * CPT;
+      float mx = kNegInf;
+#pragma unroll
+      for (int c = 0; c < CPT; ++c) {
+        x[c] = src[c];
+        if (t >= nomask && (key0 + c > slim || key0 + c >= kl)) x[c] = kNegInf;
+        mx = fmaxf(mx, x[c]);
+      }
+#pragma unroll
+      for (int d = 1; d < TPR; d <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+      const float mn = fmaxf(sm, mx);
+      const float mu = mn == kNegInf ? 0.f : mn;
+      const float a = exp2f(sm - mu);
+      sm = mn;
+      float ls = 0.f, es = 0.f;
+      uint32_t* pd = reinterpret_cast<uint32_t*>(p_smem + srow * PROWB + ssub * CPT * 2);
+#pragma unroll
+      for (int c = 0; c < CPT; c += 2) {
+        const float pa = exp2f(x[c] - mu), pb = exp2f(x[c + 1] - mu);
+        const uint32_t w = pack_bf16(pa, pb);
+        pd[c / 2] = w;
+        ls += bf_lo(w) + bf_hi(w);
+        es += pa + pb;
+      }
+#pragma unroll
+      for (int d = 1; d < TPR; d <<= 1) {
+        ls += __shfl_xor_sync(0xffffffffu, ls, d);
+        es += __shfl_xor_sync(0xffffffffu, es, d);
+      }
+      sl = sl * a + ls;
+      se = se * a + es;
+      if (ssub == 0) alpha_smem[srow] = a;
+    }
+    __syncthreads();
+    // ── P·V phase ──
+    {
+      const float a0 = alpha_smem[mi * 16 + r0], a1 = alpha_smem[mi * 16 + r0 + 8];
+#pragma unroll
+      for (int n = 0; n < NTO; ++n) {
+        o[n][0] *= a0;
+        o[n][1] *= a0;
+        o[n][2] *= a1;
+        o[n][3] *= a1;
+      }
+      const uint32_t vb = smem_u32(ks + ((lane & 7) + 8 * ((lane >> 3) & 1)) * ROWB + (lane >> 4) * 16) + grp * DB * 2;
+#pragma unroll
+      for (int kt = 0; kt < T / 16; ++kt) {
+        uint32_t pa[4];
+        ldsm_x4(pa_base + kt * 32, pa[0], pa[1], pa[2], pa[3]);
+#pragma unroll
+        for (int n2 = 0; n2 < NTO / 2; ++n2) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4_t(vb + kt * 16 * ROWB + n2 * 32, b0, b1, b2, b3);
+          mma_bf16(o[2 * n2], pa, b0, b1);
+          mma_bf16(o[2 * n2 + 1], pa, b2, b3);
+        }
+      }
+    }
+  }
+  cp_async_wait_n<0>();
+
+  // ── epilogue ──
+  if (ssub == 0) {
+    const bool none = sm == kNegInf;
+    inv_smem[srow] = none ? -1.f : 1.f / sl;  // -1: the row saw no key
+    if (srow / H < nq) p.lse[row0 + srow] = none ? kNegInf : sm + log2f(se);
+  }
+  __syncthreads();
+  const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = mi * 16 + r0 + 8 * h;
+    if (r / H >= nq) continue;
+    const float inv = inv_smem[r];
+    uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + grp * DB);
+#pragma unroll
+    for (int n = 0; n < NTO; ++n)
+      dst[(8 * n + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+  }
+}
+
+// ── host ───────────────────────────────────────────────────────────────────────────────────────
+bool g_init = false;
+int g_sms = 132, g_occ = 1;
+
+}  // namespace
+}  // namespace ka_mlap
+
+void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::TensorArg& ckv_cache,
+         const ka::TensorArg& kpe_cache, const ka::TensorArg& qo_indptr, const ka::TensorArg& kv_indptr,
+         const ka::TensorArg& kv_indices, double sm_scale, const ka::TensorArg& output, const ka::TensorArg& lse) {
+  using namespace ka_mlap;
+  const int64_t total_q = q_nope.size(0);
+  const int64_t B = qo_indptr.size(0) - 1;
+  if (total_q <= 0 || B < 0) return;
+  if (ckv_cache.ndim == 3 && ckv_cache.size(1) != 1) return;  // page size 1 only
+  if (!g_init) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaFuncSetAttribute(mla_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    int occ = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mla_prefill_kernel, NT, SMEM_BYTES);
+    g_occ = occ > 0 ? occ : 1;
+    g_init = true;
+  }
+  Params p{};
+  p.q_nope = static_cast<const uint16_t*>(q_nope.data);
+  p.q_pe = static_cast<const uint16_t*>(q_pe.data);
+  p.ckv = static_cast<const uint16_t*>(ckv_cache.data);
+  p.kpe = static_cast<const uint16_t*>(kpe_cache.data);
+  p.qo_indptr = static_cast<const int*>(qo_indptr.data);
+  p.kv_indptr = static_cast<const int*>(kv_indptr.data);
+  p.indices = static_cast<const int*>(kv_indices.data);
+  p.out = static_cast<uint16_t*>(output.data);
+  p.lse = static_cast<float*>(lse.data);
+  p.B = static_cast<int>(B);
+  p.total_q = static_cast<int>(total_q);
+  p.num_rows = static_cast<int>(ckv_cache.size(0));
+  p.scale_log2 = static_cast<float>(sm_scale * 1.4426950408889634);
+  const int64_t tiles = (total_q + QT - 1) / QT + B + 1;
+  p.tiles = static_cast<int>(tiles);
+  int64_t ctas = tiles;
+  if (KA_PERSIST != 0 && ctas > static_cast<int64_t>(g_sms) * g_occ) ctas = static_cast<int64_t>(g_sms) * g_occ;
+  KA_LAUNCH(mla_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), SMEM_BYTES, p);
+}
