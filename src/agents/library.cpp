@@ -278,7 +278,7 @@ class LibraryAgent : public Agent {
   std::optional<Proposal> propose(const AgentContext& ctx) override {
     State& st = load(ctx);
     if (!st.why.empty()) {
-      if (!st.said) spdlog::warn("library agent: {}: proposes nothing: {}", ctx.problem->def.name, st.why);
+      if (!st.said) spdlog::info("library agent: {}: proposes nothing: {}", ctx.problem->def.name, st.why);
       st.said = true;
       return std::nullopt;
     }

@@ -15,10 +15,11 @@
 //     valid somewhere (split-K 2..32 with each supported reduction scheme, swizzle 1, custom
 //     options 1..3, cluster shapes), each checked with cublasLtMatmulAlgoCheck at every M and kept
 //     when valid at one at least with a workspace that fits; at most --max-configs configs, seeds
-//     first.
+//     first, then an equal part per algo id.
 // Without a GPU or a build with CUDA: one line and exit code 2.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -185,16 +186,18 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
 
   std::vector<LtConfig> order;                       // configs in output order
   std::map<LtConfig, json> entries;                  // config -> its JSON entry
+  int algo_left = max_configs;                       // what the current algo id may still add
   auto add = [&](const LtConfig& c) -> json* {
     auto it = entries.find(c);
     if (it != entries.end()) return &it->second;
-    if (static_cast<int>(order.size()) >= max_configs) return nullptr;
+    if (static_cast<int>(order.size()) >= max_configs || algo_left <= 0) return nullptr;
     std::vector<int64_t> v = valid_ms(lt, c);
     if (v.empty()) return nullptr;
     json e = library::config_json(c);
     e["valid_m"] = v;
     e["heuristic"] = json::array();
     order.push_back(c);
+    --algo_left;
     return &(entries[c] = std::move(e));
   };
 
@@ -229,7 +232,10 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
   const std::vector<uint16_t> clusters =
       prop.major >= 9 ? std::vector<uint16_t>{CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1}
                       : std::vector<uint16_t>{};
+  // Each algo id gets an equal part of what the seeds left, so that every algo is represented.
+  const int per_algo = std::max(16, (max_configs - static_cast<int>(order.size())) / std::max(1, nids));
   for (int id : ids) {
+    algo_left = per_algo;
     cublasLtMatmulAlgo_t a;
     if (cublasLtMatmulAlgoInit(lt.h, CUBLAS_COMPUTE_32F, CUDA_R_32F, lt.t, lt.t, lt.t, lt.t, id, &a) != CUBLAS_STATUS_SUCCESS)
       continue;
