@@ -76,8 +76,8 @@ const Family& lt_family() {
 }
 
 // An enumeration for N 128, K 2048: three configs valid everywhere (heuristic ranks: X first at
-// small M, Y first at large M, Z second everywhere), a split-K variant of X valid at M <= 64 only,
-// and 20 more configs of algo 9 for the rest.
+// small M, Y first at large M, Z second everywhere), a split-K 4 variant of X valid at M <= 64 only,
+// a split-K 8 and a stages variant of X, and 20 more configs of algo 9 for the rest.
 json synth_enum(const std::vector<int64_t>& ms) {
   auto entry = [&](const LtConfig& c, std::vector<int64_t> valid, json heur) {
     json e = library::config_json(c);
@@ -94,7 +94,10 @@ json synth_enum(const std::vector<int64_t>& ms) {
   for (int64_t m : ms)
     if (m <= 64) small.push_back(m);
   json configs = json::array({entry(cfg(1), ms, h_x), entry(cfg(2), ms, h_y), entry(cfg(3), ms, h_z),
-                              entry(cfg(1, 20, 4), small, json::array())});
+                              entry(cfg(1, 20, 4), small, json::array()), entry(cfg(1, 20, 8), ms, json::array())});
+  LtConfig x12 = cfg(1);
+  x12.stages = 12;
+  configs.push_back(entry(x12, ms, json::array()));
   for (int i = 0; i < 20; ++i) configs.push_back(entry(cfg(9, 100 + i), ms, json::array()));
   return {{"version", 1}, {"device", "NVIDIA H200"}, {"sm", 90}, {"dtype", "float16"}, {"N", 128}, {"K", 2048},
           {"workspace_bytes", 32 << 20}, {"ms", ms}, {"configs", configs}};
@@ -184,7 +187,7 @@ TEST(LibraryEnum, ParsesItsJsonAndRefusesMalformedOnes) {
   EXPECT_EQ(e.k, 2048);
   EXPECT_EQ(e.dtype, "float16");
   EXPECT_EQ(e.ms, (std::vector<int64_t>{1, 8, 64}));
-  ASSERT_EQ(e.configs.size(), 24u);
+  ASSERT_EQ(e.configs.size(), 26u);
   const auto* sk = e.find(cfg(1, 20, 4));
   ASSERT_NE(sk, nullptr);
   EXPECT_TRUE(sk->valid_at(8));
@@ -343,8 +346,13 @@ TEST(LibraryAgent, SeedsFirstThenComposesTheTableAndPublishesPerBucket) {
   EXPECT_EQ(single(t.props[0]), cfg(1));
   EXPECT_EQ(single(t.props[1]), cfg(2));
   EXPECT_EQ(single(t.props[2]), cfg(3));
-  // Then the variants of the winners: the split-K config of x.
+  // Then the variants of the winners, balanced over fields: a split-K config of x, then its stages
+  // variant (before the second split-K one).
   EXPECT_EQ(single(t.props[3]), cfg(1, 20, 4));
+  LtConfig x12 = cfg(1);
+  x12.stages = 12;
+  EXPECT_EQ(single(t.props[4]), x12);
+  EXPECT_EQ(single(t.props[5]), cfg(1, 20, 8));
   // No proposal twice; compositions after 8 observed configs and when the budget runs out.
   std::set<std::string> tables;
   std::vector<size_t> composed;
@@ -416,8 +424,8 @@ TEST(LibraryAgent, ReplaysFromTheRecordAndIsDeterministic) {
   LtRun r3(kMs, "");
   auto e = library::make_library_agent(3, r3.enumerator(synth_enum(kMs)));
   Trace t4 = drive(*e, r3, 1000);
-  EXPECT_GE(t4.props.size(), 24u);
-  EXPECT_LE(t4.props.size(), 24u + 5u);
+  EXPECT_GE(t4.props.size(), 26u);
+  EXPECT_LE(t4.props.size(), 26u + 5u);
 }
 
 // Configs the enumeration says are invalid at an M are not credited with what ran there (the fallback).

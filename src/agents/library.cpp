@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "util/error.h"
 #include "util/files.h"
@@ -427,24 +428,37 @@ class LibraryAgent : public Agent {
       winners.emplace_back(won, r.cfg);
     }
     std::stable_sort(winners.begin(), winners.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (const auto& [won, w] : winners) {
-      // Fields in the order they tend to matter: split-K (with its reduction), stages, tile, cluster, swizzle, custom.
-      for (int field = 0; field < 6; ++field)
-        for (const auto& e : st.en->configs) {
-          const LtConfig& c = e.cfg;
-          if (st.proposed.count(c) || c.algo != w.algo) continue;
-          LtConfig probe = w;
-          switch (field) {
-            case 0: probe.splitk = c.splitk, probe.reduction = c.reduction; break;
-            case 1: probe.stages = c.stages; break;
-            case 2: probe.tile = c.tile; break;
-            case 3: probe.cluster = c.cluster; break;
-            case 4: probe.swizzle = c.swizzle; break;
-            default: probe.custom = c.custom; break;
-          }
-          if (probe == c && !e.valid_m.empty()) return c;
+    // One-field variants, balanced: the (winner, field) whose variants were proposed least so far,
+    // ties to the winner of more Ms, then to the field order: split-K (with its reduction), stages,
+    // tile, cluster, swizzle, custom.
+    auto field_of = [](const LtConfig& w, const LtConfig& c) -> int {  // -1: not a one-field variant
+      if (c == w || c.algo != w.algo || c.inner != w.inner) return -1;
+      const bool f[6] = {c.splitk != w.splitk || c.reduction != w.reduction, c.stages != w.stages, c.tile != w.tile,
+                         c.cluster != w.cluster, c.swizzle != w.swizzle, c.custom != w.custom};
+      int n = 0, which = -1;
+      for (int i = 0; i < 6; ++i)
+        if (f[i]) ++n, which = i;
+      return n == 1 ? which : -1;
+    };
+    std::optional<std::tuple<int, size_t, int>> pick;  // (done, winner index, field)
+    std::optional<LtConfig> chosen;
+    for (size_t wi = 0; wi < winners.size(); ++wi) {
+      const LtConfig& w = winners[wi].second;
+      int done[6] = {0, 0, 0, 0, 0, 0};
+      std::optional<LtConfig> first[6];
+      for (const auto& e : st.en->configs) {
+        const int f = field_of(w, e.cfg);
+        if (f < 0) continue;
+        if (st.proposed.count(e.cfg)) ++done[f];
+        else if (!first[f] && !e.valid_m.empty()) first[f] = e.cfg;
+      }
+      for (int f = 0; f < 6; ++f)
+        if (first[f] && (!pick || std::make_tuple(done[f], wi, f) < *pick)) {
+          pick = std::make_tuple(done[f], wi, f);
+          chosen = first[f];
         }
     }
+    if (chosen) return chosen;
     for (const auto& c : st.rest)
       if (!st.proposed.count(c)) return c;
     return std::nullopt;

@@ -13,7 +13,9 @@
 //  2. proposes single configurations (a table of one row, M in [1, ∞)), judged on every workload:
 //     first the configs of best_config findings in the digest (same family, valid here), then the
 //     heuristic's choices (rank 0 at every workload M, then rank 1, ...), then one-field variants
-//     of the configs that win some M, then the rest of the enumeration in a seeded order;
+//     of the configs that win some M (balanced: the winner and field whose variants were tried
+//     least — split-K with its reduction, stages, tile, cluster, swizzle, custom), then the rest of
+//     the enumeration in a seeded order;
 //  3. composes the table: per workload M, the fastest config measured there (only where the
 //     enumeration says it is valid: elsewhere the source ran a fallback), adjacent M ranges with the
 //     same config merged; proposes it as a candidate of its own whenever it changed and 8 of its

@@ -11,11 +11,12 @@
 //     tile ids and stages ids, arrays of uint32 sized by a first query; split-K support; reduction
 //     scheme mask; CTA swizzling support; custom option max). cuBLASLt has no capability for
 //     cluster shapes, so a few (auto, 1x1x1, 2x1x1, 1x2x1) are tried through the check;
-//  3. base configs (tile × stages, the rest default), then one-field variants of the base configs
-//     valid somewhere (split-K 2..32 with each supported reduction scheme, swizzle 1, custom
-//     options 1..3, cluster shapes), each checked with cublasLtMatmulAlgoCheck at every M and kept
-//     when valid at one at least with a workspace that fits; at most --max-configs configs, seeds
-//     first, then an equal part per algo id.
+//  3. the one-field variants of the seeds (split-K 1..32 with each supported reduction scheme,
+//     swizzle, custom options 0..3, cluster shapes, every stages id, every tile id); then, per algo
+//     id, an equal part of what is left: base configs (tile × stages, the rest default; at most
+//     half the part) and their one-field variants (all but stages and tile). Each config is checked
+//     with cublasLtMatmulAlgoCheck at every M and kept when valid at one at least with a workspace
+//     that fits; at most --max-configs configs in all.
 // Without a GPU or a build with CUDA: one line and exit code 2.
 #include <fmt/format.h>
 
@@ -228,72 +229,119 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
                                  ids.data(), &nids),
         "cublasLtMatmulAlgoGetIds");
   ids.resize(static_cast<size_t>(nids));
-  json algos = json::array();
   const std::vector<uint16_t> clusters =
       prop.major >= 9 ? std::vector<uint16_t>{CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1}
                       : std::vector<uint16_t>{};
-  // Each algo id gets an equal part of what the seeds left, so that every algo is represented.
-  const int per_algo = std::max(16, (max_configs - static_cast<int>(order.size())) / std::max(1, nids));
+  struct Caps {
+    std::vector<uint32_t> tiles, stages;
+    int32_t splitk = 0, custom_max = 0;
+    uint32_t red_mask = 0, swizzle = 0;
+    int checked = 0, valid = 0;
+  };
+  std::map<int, Caps> caps;
   for (int id : ids) {
-    algo_left = per_algo;
     cublasLtMatmulAlgo_t a;
     if (cublasLtMatmulAlgoInit(lt.h, CUBLAS_COMPUTE_32F, CUDA_R_32F, lt.t, lt.t, lt.t, lt.t, id, &a) != CUBLAS_STATUS_SUCCESS)
       continue;
-    std::vector<uint32_t> tiles = cap_array(a, CUBLASLT_ALGO_CAP_TILE_IDS), stages = cap_array(a, CUBLASLT_ALGO_CAP_STAGES_IDS);
-    const int32_t splitk = cap_scalar<int32_t>(a, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT);
-    const uint32_t red_mask = cap_scalar<uint32_t>(a, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
-    const uint32_t swizzle = cap_scalar<uint32_t>(a, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT);
-    const int32_t custom_max = cap_scalar<int32_t>(a, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX);
-    if (tiles.empty()) tiles = {CUBLASLT_MATMUL_TILE_UNDEFINED};
-    if (stages.empty()) stages = {CUBLASLT_MATMUL_STAGES_UNDEFINED};
-    int checked = 0, valid = 0;
-    std::vector<LtConfig> bases;
-    for (uint32_t t : tiles)
-      for (uint32_t st : stages) {
-        LtConfig c;
-        c.algo = id;
-        c.tile = t;
-        c.stages = st;
-        ++checked;
-        if (add(c)) {
-          ++valid;
-          bases.push_back(c);
-        }
-      }
-    for (const LtConfig& b : bases) {
-      std::vector<LtConfig> vs;
-      if (splitk)
-        for (int32_t s : {2, 4, 8, 16, 32})
-          for (uint32_t r : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE})
-            if (red_mask & r) {
-              LtConfig v = b;
-              v.splitk = s;
-              v.reduction = r;
-              vs.push_back(v);
-            }
-      if (swizzle) {
+    Caps c;
+    c.tiles = cap_array(a, CUBLASLT_ALGO_CAP_TILE_IDS);
+    c.stages = cap_array(a, CUBLASLT_ALGO_CAP_STAGES_IDS);
+    c.splitk = cap_scalar<int32_t>(a, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT);
+    c.red_mask = cap_scalar<uint32_t>(a, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
+    c.swizzle = cap_scalar<uint32_t>(a, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT);
+    c.custom_max = cap_scalar<int32_t>(a, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX);
+    if (c.tiles.empty()) c.tiles = {CUBLASLT_MATMUL_TILE_UNDEFINED};
+    if (c.stages.empty()) c.stages = {CUBLASLT_MATMUL_STAGES_UNDEFINED};
+    caps[id] = std::move(c);
+  }
+  // The one-field variants of a config: split-K (with each supported reduction scheme; 1 without),
+  // swizzle, custom option, cluster shape, and with `wide` also every stages and tile id.
+  auto variants = [&](const LtConfig& b, const Caps& c, bool wide) {
+    std::vector<LtConfig> vs;
+    if (c.splitk) {
+      for (int32_t s : {2, 4, 8, 16, 32})
+        for (uint32_t r : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE})
+          if (c.red_mask & r) {
+            LtConfig v = b;
+            v.splitk = s;
+            v.reduction = r;
+            vs.push_back(v);
+          }
+      LtConfig v = b;
+      v.splitk = 1;
+      v.reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+      vs.push_back(v);
+    }
+    for (uint32_t w : {0u, 1u})
+      if (w == 0 || c.swizzle) {
         LtConfig v = b;
-        v.swizzle = 1;
+        v.swizzle = w;
         vs.push_back(v);
       }
-      for (int32_t c = 1; c <= std::min<int32_t>(custom_max, 3); ++c) {
+    for (int32_t k = 0; k <= std::min<int32_t>(c.custom_max, 3); ++k) {
+      LtConfig v = b;
+      v.custom = static_cast<uint32_t>(k);
+      vs.push_back(v);
+    }
+    std::vector<uint16_t> cl = clusters;
+    cl.insert(cl.begin(), CUBLASLT_CLUSTER_SHAPE_AUTO);
+    for (uint16_t x : cl) {
+      LtConfig v = b;
+      v.cluster = x;
+      vs.push_back(v);
+    }
+    if (wide) {
+      for (uint32_t st : c.stages) {
         LtConfig v = b;
-        v.custom = static_cast<uint32_t>(c);
+        v.stages = st;
         vs.push_back(v);
       }
-      for (uint16_t cl : clusters) {
+      for (uint32_t t : c.tiles) {
         LtConfig v = b;
-        v.cluster = cl;
+        v.tile = t;
         vs.push_back(v);
-      }
-      for (const auto& v : vs) {
-        ++checked;
-        valid += add(v) != nullptr;
       }
     }
-    algos.push_back({{"id", id}, {"tiles", tiles}, {"stages", stages}, {"splitk_support", splitk}, {"reduction_mask", red_mask},
-                     {"swizzle_support", swizzle}, {"custom_max", custom_max}, {"checked", checked}, {"valid", valid}});
+    return vs;
+  };
+  // 3a. the one-field variants of the heuristic's seeds (the likely winners), all of them
+  const std::vector<LtConfig> seeds = order;
+  for (const LtConfig& sd : seeds)
+    if (caps.count(sd.algo))
+      for (const auto& v : variants(sd, caps[sd.algo], true)) {
+        ++caps[sd.algo].checked;
+        caps[sd.algo].valid += add(v) != nullptr;
+      }
+  // 3b. per algo id, an equal part of what is left: base configs (tile × stages), then variants
+  const int per_algo = std::max(16, (max_configs - static_cast<int>(order.size())) / std::max(1, static_cast<int>(caps.size())));
+  for (auto& [id, c] : caps) {
+    algo_left = per_algo;
+    std::vector<LtConfig> bases;
+    for (uint32_t t : c.tiles)
+      for (uint32_t st : c.stages) {
+        if (2 * static_cast<int>(bases.size()) >= per_algo) break;  // half for the variants
+        LtConfig b;
+        b.algo = id;
+        b.tile = t;
+        b.stages = st;
+        ++c.checked;
+        if (add(b)) {
+          ++c.valid;
+          bases.push_back(b);
+        }
+      }
+    for (const LtConfig& b : bases)
+      for (const auto& v : variants(b, c, false)) {
+        ++c.checked;
+        c.valid += add(v) != nullptr;
+      }
   }
+  algo_left = max_configs;
+  json algos = json::array();
+  for (const auto& [id, c] : caps)
+    algos.push_back({{"id", id}, {"tiles", c.tiles}, {"stages", c.stages}, {"splitk_support", c.splitk},
+                     {"reduction_mask", c.red_mask}, {"swizzle_support", c.swizzle}, {"custom_max", c.custom_max},
+                     {"checked", c.checked}, {"valid", c.valid}});
   json configs = json::array();
   for (const auto& c : order) configs.push_back(entries[c]);
   return {{"version", 1},
@@ -317,7 +365,7 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
 
 void register_lt_enum(CLI::App& app) {
   static std::string problem, out;
-  static int top = 8, max_configs = 3000;
+  static int top = 8, max_configs = 20000;
   static int64_t ws_mb = 32;
   auto* cmd = app.add_subcommand(
       "lt-enum",
