@@ -126,7 +126,8 @@ Finding best_config(const std::string& problem, const std::string& op_type, cons
 }
 
 TEST(Agents, Registry) {
-  EXPECT_EQ(builtin_agents(), (std::vector<std::string>{"explorer", "exploiter", "modeler", "transfer"}));
+  EXPECT_EQ(builtin_agents(), (std::vector<std::string>{"explorer", "exploiter", "modeler", "transfer", "library"}));
+  EXPECT_EQ(search_agents(), (std::vector<std::string>{"explorer", "exploiter", "modeler", "transfer"}));
   for (const auto& n : builtin_agents()) EXPECT_EQ(make_agent(n, 1)->name(), n);
   try {
     make_agent("oracle", 1);
@@ -137,7 +138,7 @@ TEST(Agents, Registry) {
 }
 
 TEST(Agents, SameSeedSameProposalsOtherSeedsDiffer) {
-  for (const auto& kind : builtin_agents()) {
+  for (const auto& kind : search_agents()) {
     SCOPED_TRACE(kind);
     Synth s;
     auto a1 = make_agent(kind, 42), a2 = make_agent(kind, 42), b = make_agent(kind, 43);
@@ -153,7 +154,7 @@ TEST(Agents, SameSeedSameProposalsOtherSeedsDiffer) {
 }
 
 TEST(Agents, NoDuplicatesOnlyValidPointsAndTheWholeSpace) {
-  for (const auto& kind : builtin_agents()) {
+  for (const auto& kind : search_agents()) {
     SCOPED_TRACE(kind);
     Synth s;
     const size_t space = s.fam.space(s.prob).size();
@@ -164,7 +165,7 @@ TEST(Agents, NoDuplicatesOnlyValidPointsAndTheWholeSpace) {
     for (Knobs k : {Knobs{{"A", 0}, {"B", 1}, {"C", 0}}, Knobs{{"A", 5}, {"B", 4}, {"C", 2}}}) {
       Observation o;
       o.problem = "p1";
-      o.proposal = {"synth", k};
+      o.proposal = {"synth", k, {}};
       o.passed = true;
       o.score_us = *landscape(k);
       o.author = "someone";
@@ -284,7 +285,7 @@ TEST(Agents, ExploiterStartsNextToTheDigestsBestConfig) {
 }
 
 TEST(Agents, DigestDeadRegionsAreAvoided) {
-  for (const auto& kind : builtin_agents()) {
+  for (const auto& kind : search_agents()) {
     SCOPED_TRACE(kind);
     Synth s;
     Finding d;
@@ -302,7 +303,7 @@ TEST(Agents, DigestDeadRegionsAreAvoided) {
 }
 
 TEST(Agents, FindingsCiteTheirMeasurements) {
-  for (const auto& kind : builtin_agents()) {
+  for (const auto& kind : search_agents()) {
     SCOPED_TRACE(kind);
     Synth s;
     auto a = make_agent(kind, 2);
@@ -386,7 +387,7 @@ TEST(Agents, SeveralFamilies) {
   Synth s;
   Family g = synth_family("synth_b");
   s.ctx.families = {&s.fam, &g};
-  for (const auto& kind : builtin_agents()) {
+  for (const auto& kind : search_agents()) {
     SCOPED_TRACE(kind);
     auto a = make_agent(kind, 8);
     Trace t = drive(*a, s.ctx, 400);
@@ -420,7 +421,7 @@ TEST(AgentsDev, ShippedFamiliesOn021) {
                0.1 * std::abs(std::log2(static_cast<double>(k.at("ROWS")) / 8));
     return t;
   };
-  for (const auto& kind : builtin_agents()) {
+  for (const auto& kind : search_agents()) {
     SCOPED_TRACE(kind);
     auto a = make_agent(kind, 1);
     Trace t = drive(*a, ctx, 40, timing);

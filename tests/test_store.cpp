@@ -554,6 +554,26 @@ TEST_F(StoreTest, BestConfigAtExactlyTheMeasuredMedianIsAccepted) {
   }
 }
 
+// A candidate made from generated defines (agents/agent.h, Proposal::defines) records them as string
+// knobs; a best_config naming that exact table is accepted, one naming another table is refused.
+TEST_F(StoreTest, BestConfigWithGeneratedDefinesNamesTheExactTable) {
+  const std::string t1 = "{1,9223372036854775807,21,20,8,1,0,0,0,0,0},", t2 = "{1,16,21,20,8,4,2,0,0,0,0},";
+  json k1 = {{"WS_MB", 32}, {"LT_TABLE", t1}}, k2 = {{"WS_MB", 32}, {"LT_TABLE", t2}};
+  judge_->record_candidate(cand("h_lt1", "gemm_a", "gemm_cublaslt_cuda", k1, "library", 5));
+  judge_->record_candidate(cand("h_lt2", "gemm_a", "gemm_cublaslt_cuda", k2, "library", 6));
+  const int64_t m1 = judge_->record_measurement(meas("h_lt1", "gemm_a", "passed", 4.0, "w1"));
+  auto agent = Store::open_agent(db_, "library");
+  Finding ok = finding("library", "best_config", "gemm_a",
+                       {{"family", "gemm_cublaslt_cuda"}, {"knobs", k1}, {"median_us", 4.0}}, {m1});
+  ok.op_type = "gemm";
+  ok.bucket = "M<=16";
+  EXPECT_GT(agent->publish(ok), 0);
+  Finding other = ok;
+  other.claim["knobs"] = k2;
+  EXPECT_NE(store_error_of([&] { agent->publish(other); }).find("another candidate"), std::string::npos);
+  EXPECT_EQ(judge_->candidate("h_lt1")->knobs, k1);
+}
+
 // --- import ---------------------------------------------------------------------------------------
 
 TEST_F(StoreTest, ImportBringsFindingsWithTheirMeasurementsAndKeepsThemAppendOnly) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,9 +19,17 @@
 
 namespace ka {
 
+// A proposal: a point of a family (knobs), optionally with generated defines. `defines` is the one
+// mechanism for what knobs cannot express (e.g. the library agent's static cuBLASLt table, a list of
+// rows): each entry becomes a `#define KA_<NAME> <value>` line after the knob defines
+// (Family::instantiate), so it is part of the candidate's source and therefore of its hash, and the
+// engine records it with the candidate, in the candidate's knobs JSON as a string value next to the
+// integer knobs, so that findings (best_config) can name it and the store can check them. Names are
+// identifiers distinct from the family's knobs and problem defines; values are one line.
 struct Proposal {
   std::string family;
   Knobs knobs;
+  std::map<std::string, std::string> defines;
 };
 
 // What an agent learns about one of its candidates (or, in sharing mode "full", anyone's).
@@ -36,6 +45,9 @@ struct Observation {
   // median); without them it does not publish best_config findings.
   std::vector<double> median_us;
   std::optional<double> sol_score;  // SOL-ExecBench's score, mean over workloads (sol/problem_sol.h)
+  // The workload uuid and verdict of each measurement in measurement_ids, in the same order (an
+  // agent that composes per-workload solutions, e.g. the library agent, needs them).
+  std::vector<std::string> workloads, verdicts;
 };
 
 // The problem an agent works on, with what it may see.
@@ -47,6 +59,10 @@ struct AgentContext {
   // Speed-of-light time per workload uuid (µs), when the device is calibrated; the engine stops a
   // problem whose incumbent is within --sol-stop of it.
   const std::map<std::string, double>* sol_us = nullptr;
+  int budget_left = 0;                       // candidates the problem may still spend (all agents)
+  std::filesystem::path record_dir;          // the campaign's folder for this problem ("" in tests
+                                             // that do not give one): where an agent records what
+                                             // it needs to replay its proposals (library: lt_enum.json)
 };
 
 class Agent {
@@ -61,11 +77,13 @@ class Agent {
 };
 
 // Built-in agents: "explorer" (space-filling), "exploiter" (local search around the best known),
-// "modeler" (surrogate model), "transfer" (starts from findings made on similar problems/devices).
+// "modeler" (surrogate model), "transfer" (starts from findings made on similar problems/devices),
+// "library" (static cuBLASLt configuration tables, agents/library.h; GEMM problems on cuda only).
 // Each keeps its state per problem (Observation::problem, AgentContext::problem), never proposes a
 // (family, knobs) twice for a problem (nor one it has observed), and proposes only points of the
 // families' valid spaces (agents/search.h). UserError for an unknown kind.
 std::unique_ptr<Agent> make_agent(const std::string& kind, uint64_t seed);
-std::vector<std::string> builtin_agents();
+std::vector<std::string> builtin_agents();  // every agent make_agent knows (a campaign's default)
+std::vector<std::string> search_agents();   // the four search agents (agents/builtin.h)
 
 }  // namespace ka

@@ -176,7 +176,7 @@ std::optional<Proposal> SearchAgent::propose(const AgentContext& ctx) {
   const Point& p = st.space->points.at(*i);
   if (!st.seen.insert(p.key).second)
     throw std::logic_error(fmt::format("agent {} chose a point it had already seen: {}", name_, p.key));
-  return Proposal{st.space->families[p.family]->name, p.knobs};
+  return Proposal{st.space->families[p.family]->name, p.knobs, {}};
 }
 
 void SearchAgent::observe(const Observation& o) {

@@ -22,7 +22,7 @@ void register_optimize(CLI::App& app) {
   cmd->add_option("--target", target, "cuda or host (default: cuda when a GPU is usable, else host)")
       ->check(CLI::IsMember({"cuda", "host"}));
   cmd->add_option("--budget", o.budget, "Candidates per problem")->capture_default_str()->check(CLI::Range(1, 100000));
-  cmd->add_option("--agents", agents, "Comma list of agents (default: explorer,exploiter,modeler,transfer)");
+  cmd->add_option("--agents", agents, "Comma list of agents (default: explorer,exploiter,modeler,transfer,library)");
   cmd->add_option("--sharing", o.sharing, "What agents see of each other: findings, none or full")
       ->capture_default_str()->check(CLI::IsMember({"findings", "none", "full"}));
   cmd->add_option("--seed", o.seed, "Seed of every agent")->capture_default_str();

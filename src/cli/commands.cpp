@@ -17,6 +17,7 @@ void register_commands(CLI::App& app) {
   register_calibrate(app);
   register_sol(app);
   register_worker(app);
+  register_lt_enum(app);
 }
 
 }  // namespace ka::cli

@@ -16,5 +16,6 @@ void register_export(CLI::App& app);
 void register_optimize(CLI::App& app);
 void register_calibrate(CLI::App& app);
 void register_sol(CLI::App& app);
+void register_lt_enum(CLI::App& app);
 
 }  // namespace ka::cli

@@ -99,6 +99,7 @@ struct Scored {
   int passed_workloads = 0, workloads = 0;
   std::vector<int64_t> ids;
   std::vector<double> medians;
+  std::vector<std::string> workloads_of, verdicts;  // per measurement, in ids' order
 };
 
 Scored score(const std::vector<Measurement>& ms) {
@@ -109,6 +110,8 @@ Scored score(const std::vector<Measurement>& ms) {
     ++s.workloads;
     s.ids.push_back(m.id);
     s.medians.push_back(m.median_us);
+    s.workloads_of.push_back(m.workload);
+    s.verdicts.push_back(m.verdict);
     if (m.verdict != "passed" || m.median_us <= 0) continue;
     ++s.passed_workloads;
     lt += std::log(m.median_us);
@@ -155,6 +158,14 @@ struct PerGpu {
 };
 
 std::string candidate_hash(const Candidate& c) { return sha256_hex(to_native_json(c).dump()).substr(0, 32); }
+
+// What the store records as a candidate's knobs: the integer knobs and, as strings, the generated
+// defines of its proposal (agent.h, Proposal::defines), so that findings can name either.
+json recorded_knobs(const Proposal& p) {
+  json k = json(p.knobs);
+  for (const auto& [n, v] : p.defines) k[n] = v;
+  return k;
+}
 
 PerGpu incumbent_per_gpu(const Store& store, const std::string& problem, const std::string& best_hash) {
   PerGpu out;
@@ -411,6 +422,8 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       ctx.families = fams;
       ctx.device = device;
       ctx.sol_us = &sol_us;
+      ctx.budget_left = opt.budget - static_cast<int>(spent.size());
+      ctx.record_dir = opt.out / p.def.name;
       for (const auto& f : digest)
         if (opt.sharing != "none" || f.author == agents[a]->name()) ctx.digest.push_back(f);
       return ctx;
@@ -497,7 +510,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       rec.hash = s.hash;
       rec.problem = p.def.name;
       rec.family = s.proposal.family;
-      rec.knobs = json(s.proposal.knobs);
+      rec.knobs = recorded_knobs(s.proposal);
       rec.agent = agents[s.agent]->name();
       rec.seq = s.seq;
       rec.solution = to_native_json(job.candidate);
@@ -532,7 +545,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         Slot s;
         s.agent = static_cast<size_t>(a);
         s.proposal = *prop;
-        Candidate c = fit->second->instantiate(prop->knobs, p);
+        Candidate c = fit->second->instantiate(prop->knobs, p, prop->defines);
         c.definition = p.def.name;
         c.author = agents[s.agent]->name();
         s.name = c.name;
@@ -587,6 +600,8 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       o.score_us = sc.geomean_us;
       o.measurement_ids = sc.ids;
       o.median_us = sc.medians;
+      o.workloads = sc.workloads_of;
+      o.verdicts = sc.verdicts;
       o.author = agents[s.agent]->name();
       o.sol_score = ss.score;
       for (size_t a = 0; a < na; ++a)

@@ -60,8 +60,12 @@ struct Family {
   bool valid(const Knobs& k, const Problem& p) const;
   // Every valid point of the space (the spaces are small: tens to thousands of points).
   std::vector<Knobs> space(const Problem& p) const;
-  // The candidate for these knobs (UserError when they are not valid for the problem).
-  Candidate instantiate(const Knobs& k, const Problem& p) const;
+  // The candidate for these knobs (UserError when they are not valid for the problem). `extra`:
+  // generated defines (agents/agent.h, Proposal::defines), written as `#define KA_<NAME> <value>`
+  // after the knob defines; the candidate's name then ends with a short hash of them. UserError
+  // when a name is not an identifier or collides with a knob or problem define, or a value is
+  // empty or spans lines.
+  Candidate instantiate(const Knobs& k, const Problem& p, const std::map<std::string, std::string>& extra = {}) const;
   // The domain of a knob (nullptr when the family has no such knob).
   const std::vector<int64_t>* domain(const std::string& knob) const;
 };
