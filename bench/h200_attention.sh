@@ -40,10 +40,10 @@ python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
 COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])" 2>/dev/null || echo 4.2)
 
 # ── 2. self-test outside the judge ──────────────────────────────────────────────────────────────
-GQA_A=WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0,L2_EVICT_FIRST=1
-GQA_B=WARPS=4,TILE=64,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=256,L2_EVICT_FIRST=0
-MLA_A=WARPS=4,TILE=32,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=256,L2_EVICT_FIRST=1
-MLA_B=WARPS=8,TILE=32,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=0,L2_EVICT_FIRST=0
+GQA_A=WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0
+GQA_B=WARPS=4,TILE=64,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=256
+MLA_A=WARPS=4,TILE=32,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=256
+MLA_B=WARPS=8,TILE=32,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=0
 timeout ${SELFTEST_TIMEOUT:-150} python3 bench/attention_selftest.py --mode cuda --family gqa --knobs "$GQA_A" --knobs "$GQA_B" \
   --cases both --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-attn-selftest >"$OUT/selftest_gqa.txt" 2>&1
 echo "exit $?" >>"$OUT/selftest_gqa.txt"

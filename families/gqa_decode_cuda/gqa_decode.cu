@@ -24,11 +24,12 @@
 //            KA_WAVES        split-KV aims at WAVES x (SMs x CTAs per SM) CTAs in all
 //            KA_FUSED_MERGE  1: the last CTA of a split sequence merges its partials (counter per
 //                            (sequence, kv head), self-resetting); 0: a second, merge kernel
-//            KA_L2_EVICT_FIRST  1: K/V rows are loaded with an L2 evict-first policy (streamed once),
-//                            so partials, indices and queries stay in L2
 //            KA_NO_SPLIT_BELOW  smallest split-KV chunk (tokens): sequences shorter than this are
 //                            cut by at most one chunk boundary, and a problem with fewer KV tokens in
 //                            all runs in one chunk (0: one tile)
+//            (no L2 cache-policy knob: cp.async with a createpolicy.fractional evict-first policy
+//            raised "illegal instruction" on the H200 with CUDA 13.0's ptxas, a known ptxas
+//            miscompile of fractional policies on cp.async; K/V use plain cp.async.cg)
 //
 // Work decomposition. Split-KV cuts the flat token range [0, num_kv_indices) (the concatenation of
 // all sequences, in kv_indices order) into chunks of `chunk` tokens; CTA (chunk c, kv head g) runs
@@ -58,7 +59,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||             \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_EVICT_FIRST)
+    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW)
 #error "gqa_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -109,8 +110,6 @@ using namespace ka_emu_ops;
 #define KA_LAUNCH(kernel, grid, block, smem, ...) emu::launch(grid, block, smem, [=] { kernel(__VA_ARGS__); })
 template <int N>
 inline void cp_async_wait_n() { cp_async_wait(N); }
-inline uint64_t evict_first_policy() { return 0; }
-inline void cp_async_16_hint(uint32_t dst, const void* src, int src_bytes, uint64_t) { cp_async_16(dst, src, src_bytes); }
 inline void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
   ka_emu_ops::ldsm_x4(a, r0, r1, r2, r3, false);
 }
@@ -132,17 +131,6 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 }
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-// An L2 policy that marks lines evict-first, and cp.async with it (data read once).
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  return pol;
-}
-__device__ __forceinline__ void cp_async_16_hint(uint32_t dst, const void* src, int src_bytes, uint64_t pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src), "r"(src_bytes),
-               "l"(pol)
-               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -285,7 +273,6 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
 
   // Loads: thread tid copies 16-byte chunk (tid % KCH) of rows tid/KCH + i*RPP of a tile (K and V).
   const int lcol = tid % KCH, lrow = tid / KCH;
-  const uint64_t pol = KA_L2_EVICT_FIRST ? evict_first_policy() : 0;
   auto load_idx = [&](int tile, int (&idx)[NR]) {
 #pragma unroll
     for (int i = 0; i < NR; ++i) {
@@ -303,13 +290,8 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
       const int row = lrow + i * RPP;
       const bool ok = idx[i] >= 0;
       const int64_t off = (static_cast<int64_t>(ok ? idx[i] : 0) * HKV + g) * D + lcol * 8;
-      if constexpr (KA_L2_EVICT_FIRST != 0) {
-        cp_async_16_hint(smem_u32(ks + row * ROWB + lcol * 16), p.k + off, ok ? 16 : 0, pol);
-        cp_async_16_hint(smem_u32(vs + row * ROWB + lcol * 16), p.v + off, ok ? 16 : 0, pol);
-      } else {
-        cp_async_16(smem_u32(ks + row * ROWB + lcol * 16), p.k + off, ok ? 16 : 0);
-        cp_async_16(smem_u32(vs + row * ROWB + lcol * 16), p.v + off, ok ? 16 : 0);
-      }
+      cp_async_16(smem_u32(ks + row * ROWB + lcol * 16), p.k + off, ok ? 16 : 0);
+      cp_async_16(smem_u32(vs + row * ROWB + lcol * 16), p.v + off, ok ? 16 : 0);
     }
   };
 

@@ -27,7 +27,9 @@
 //            KA_FUSED_MERGE  1: the last CTA of a split sequence merges its partials; 0: a second,
 //                            merge kernel (one CTA per (sequence, head))
 //            KA_NO_SPLIT_BELOW  smallest split-KV chunk (tokens); 0: one tile
-//            KA_L2_EVICT_FIRST  1: ckv/kpe rows are loaded with an L2 evict-first policy (streamed once)
+//            (no L2 cache-policy knob: cp.async with a createpolicy.fractional evict-first policy
+//            raised "illegal instruction" on the H200 with CUDA 13.0's ptxas, a known ptxas
+//            miscompile of fractional policies on cp.async; K/V use plain cp.async.cg)
 // Work decomposition, segments, partial slots and the merge are those of gqa_decode_cuda (see
 // families/gqa_decode_cuda/gqa_decode.cu), with one "kv head" holding all 16 query heads: CTA c
 // runs over the flat token range [c*chunk, (c+1)*chunk) of kv_indices, walking the sequences it
@@ -46,7 +48,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||              \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_EVICT_FIRST)
+    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW)
 #error "mla_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -96,8 +98,6 @@ using namespace ka_emu_ops;
 #define KA_LAUNCH(kernel, grid, block, smem, ...) emu::launch(grid, block, smem, [=] { kernel(__VA_ARGS__); })
 template <int N>
 inline void cp_async_wait_n() { cp_async_wait(N); }
-inline uint64_t evict_first_policy() { return 0; }
-inline void cp_async_16_hint(uint32_t dst, const void* src, int src_bytes, uint64_t) { cp_async_16(dst, src, src_bytes); }
 inline void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
   ka_emu_ops::ldsm_x4(a, r0, r1, r2, r3, false);
 }
@@ -118,17 +118,6 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 }
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-// An L2 policy that marks lines evict-first, and cp.async with it (data read once).
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  return pol;
-}
-__device__ __forceinline__ void cp_async_16_hint(uint32_t dst, const void* src, int src_bytes, uint64_t pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src), "r"(src_bytes),
-               "l"(pol)
-               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -268,7 +257,6 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   // Loads: thread tid copies ckv chunk (tid % CCH) of rows tid/CCH + i*RPP, and the kpe chunk of
   // the same index when tid % CCH < PCH; a warp covers 512 contiguous bytes of a row.
   const int lcol = tid % CCH, lrow = tid / CCH;
-  const uint64_t pol = KA_L2_EVICT_FIRST ? evict_first_policy() : 0;
   auto load_idx = [&](int tile, int (&idx)[NR]) {
 #pragma unroll
     for (int i = 0; i < NR; ++i) {
@@ -285,15 +273,9 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
       const int row = lrow + i * RPP;
       const bool ok = idx[i] >= 0;
       const int64_t page = ok ? idx[i] : 0;
-      if constexpr (KA_L2_EVICT_FIRST != 0) {
-        cp_async_16_hint(smem_u32(st + row * ROWB + lcol * 16), p.ckv + page * DC + lcol * 8, ok ? 16 : 0, pol);
-        if (lcol < PCH)
-          cp_async_16_hint(smem_u32(st + row * ROWB + 2 * DC + lcol * 16), p.kpe + page * DP + lcol * 8, ok ? 16 : 0, pol);
-      } else {
-        cp_async_16(smem_u32(st + row * ROWB + lcol * 16), p.ckv + page * DC + lcol * 8, ok ? 16 : 0);
-        if (lcol < PCH)
-          cp_async_16(smem_u32(st + row * ROWB + 2 * DC + lcol * 16), p.kpe + page * DP + lcol * 8, ok ? 16 : 0);
-      }
+      cp_async_16(smem_u32(st + row * ROWB + lcol * 16), p.ckv + page * DC + lcol * 8, ok ? 16 : 0);
+      if (lcol < PCH)
+        cp_async_16(smem_u32(st + row * ROWB + 2 * DC + lcol * 16), p.kpe + page * DP + lcol * 8, ok ? 16 : 0);
     }
   };
 
