@@ -543,7 +543,9 @@ TEST(FamiliesDev, GemmHopperSpaces) {
   }
   Problem p = load_problem(dev_problem("004_gemm_n128_k2048"));
   EXPECT_FALSE(f.valid({{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 32}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 0}, {"CLUSTER", 1}}, p));
-  if (fs::exists(dev_problem("021_rmsnorm_h128"))) EXPECT_FALSE(f.applies_to(load_problem(dev_problem("021_rmsnorm_h128"))));
+  if (fs::exists(dev_problem("021_rmsnorm_h128"))) {
+    EXPECT_FALSE(f.applies_to(load_problem(dev_problem("021_rmsnorm_h128"))));
+  }
 }
 
 // Two points of the GEMM family (the largest tile with every small-M width, and the smallest tile

@@ -131,6 +131,59 @@ TEST(SolOracle, TimingsOnlyEntriesHoldNoSets) {
   EXPECT_TRUE(fs::exists(full.at(0).dir / "reference.safetensors"));
 }
 
+// SOL-ExecBench's protocol (10 warm-up, 50 timed calls) for a fast reference; a slow one (Python
+// loops over sequences and heads take 50-500 ms a call) gets fewer calls, bounded by the oracle's
+// time budgets (0.5 s of warm calls, at least 2; 2 s of timed calls, at least 5), and the timing
+// says how many ran. A 0.26 s call: 3 warm-up calls (the first and two warm ones), 7 timed
+// (2 s / 0.26 s).
+TEST(SolOracle, SlowReferencesGetFewerTimedCalls) {
+  TempDir t;
+  json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(0.26)\n    return q.clone()\n");
+  fs::path slow = write_problem(t.path, "slow", def, {{"S", 4}, {"T", 4}});
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  ka::Problem ps = ka::load_problem(slow);
+  auto e = oracle.ensure(ps, {{&ps.workloads.at(0), 0}}, true, false, /*timings_only=*/true);
+  ASSERT_TRUE(e.at(0).ok()) << e.at(0).error;
+  const json& tm = e.at(0).meta.at("reference_timing");
+  EXPECT_EQ(tm.at("warmup").get<int>(), 3) << tm.dump();
+  EXPECT_EQ(tm.at("iterations").get<int>(), 7) << tm.dump();
+  EXPECT_EQ(tm.at("samples_ms").size(), 7u);
+  EXPECT_GE(*e.at(0).reference_ms(), 260.0);
+
+  ka::Problem pf = ka::load_problem(fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128");
+  auto f = oracle.ensure(pf, {{&pf.workloads.at(0), 0}}, true, false, /*timings_only=*/true);
+  ASSERT_TRUE(f.at(0).ok()) << f.at(0).error;
+  EXPECT_EQ(f.at(0).meta.at("reference_timing").at("warmup").get<int>(), 10);
+  EXPECT_EQ(f.at(0).meta.at("reference_timing").at("iterations").get<int>(), 50);
+  EXPECT_EQ(f.at(0).meta.at("reference_timing").at("samples_ms").size(), 50u);
+}
+
+// An oracle run stopped by its time limit keeps the workloads it finished (a later ensure() finds
+// them in the cache) and names the limit for the others.
+TEST(SolOracle, TimeLimitKeepsFinishedWorkloads) {
+  TempDir t;
+  json def = attention_def(
+      "import time, torch\ndef run(k, q, v):\n    if q.shape[2] != 4:\n        time.sleep(60)\n    return q.clone()\n");
+  fs::path d = write_problem(t.path, "stops", def, {{"S", 4}, {"T", 4}});
+  json w2 = {{"uuid", "00000000-0000-4000-8000-000000000002"},
+             {"axes", {{"S", 5}, {"T", 4}}},
+             {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
+  std::ofstream(d / "workload.jsonl", std::ios::app) << w2.dump() << "\n";
+  ka::Problem p = ka::load_problem(d);
+  ASSERT_EQ(p.workloads.size(), 2u);
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  oracle.set_time_limit(15);
+  auto e = oracle.ensure(p, {{&p.workloads.at(0), 0}, {&p.workloads.at(1), 0}}, false);
+  ASSERT_TRUE(e.at(0).ok()) << e.at(0).error;
+  EXPECT_TRUE(fs::exists(e.at(0).dir / "reference.safetensors"));
+  ASSERT_FALSE(e.at(1).ok());
+  EXPECT_NE(e.at(1).error.find("time limit of 15 s"), std::string::npos) << e.at(1).error;
+  auto again = oracle.ensure(p, {{&p.workloads.at(0), 0}}, false);
+  ASSERT_TRUE(again.at(0).ok());
+  EXPECT_EQ(again.at(0).dir, e.at(0).dir);
+  EXPECT_EQ(again.at(0).meta, e.at(0).meta);
+}
+
 TEST(SolCount, FullAttentionIs4BHSqSkvD) {
   TempDir t;
   json def = attention_def(

@@ -1,10 +1,13 @@
-// cli/cmd_sol.cpp — `kernelarc sol PROBLEM... [--workloads ...] [--no-compile]`: per workload the
-// reference's FLOPs and fewest bytes (the oracle's count), the speed-of-light time against this
-// device's measured ceilings (calibrating first when none is stored) with its limiting term, the
-// eager and torch.compile'd reference times, and the dataset's B200 figures where metadata.json
-// has them.
+// cli/cmd_sol.cpp — `kernelarc sol PROBLEM... [--workloads ...] [--no-compile] [--time-limit S]`:
+// per workload the reference's FLOPs and fewest bytes (the oracle's count), the speed-of-light
+// time against this device's measured ceilings (calibrating first when none is stored) with its
+// limiting term, the eager and torch.compile'd reference times, and the dataset's B200 figures
+// where metadata.json has them.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include "cli/commands.h"
 #include "oracle/oracle.h"
@@ -23,6 +26,7 @@ struct SolArgs {
   std::string workloads, device;
   bool no_compile = false, json_out = false;
   double compile_budget = 120;
+  double time_limit = 0;  // seconds for all problems (after calibration); 0: none
 };
 
 std::vector<const Workload*> pick(const Problem& p, const std::string& sel) {
@@ -66,10 +70,15 @@ void run_sol(const SolArgs& a) {
   nlohmann::json all = nlohmann::json::array();
   Oracle oracle(device);
   oracle.set_compile_budget(a.compile_budget);
+  const auto t0 = std::chrono::steady_clock::now();
   for (const auto& dir : a.problems) {
     Problem p = load_problem(dir);
     auto ws = pick(p, a.workloads);
     auto counts = oracle.count(p, ws);
+    if (a.time_limit > 0) {
+      const double left = a.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      oracle.set_time_limit(std::max(1.0, left));
+    }
     std::vector<OracleRequest> reqs;
     for (const Workload* w : ws) reqs.push_back({w, 0});
     auto entries = oracle.ensure(p, reqs, true, !a.no_compile, /*timings_only=*/true);
@@ -142,6 +151,11 @@ void register_sol(CLI::App& app) {
   cmd->add_option("--device", a.device, "cuda or cpu (default: cuda when built in)")->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--compile-budget", a.compile_budget,
                   "Seconds per problem for compiling and timing torch.compile; later workloads show '-' (default 120)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--time-limit", a.time_limit,
+                  "Seconds for all problems together (from after the calibration): each problem's timing run gets "
+                  "what is left; workloads not timed by then show '-', the ones timed are kept for the next run "
+                  "(default: no limit)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", a.json_out, "Print the rows as JSON");
   cmd->callback([] { run_sol(a); });

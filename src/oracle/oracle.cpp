@@ -110,17 +110,43 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     cmd.push_back("--job");
     cmd.push_back(fmt::format("{}:{}:{}", reqs[i].workload->uuid, reqs[i].seed, job.string()));
   }
-  spdlog::info("oracle: generating {} input set(s) for {} on {}", missing.size(), p.def.name, device_);
-  RunResult rr = run_command(cmd, std::chrono::minutes(60));
+  spdlog::info("oracle: generating {} input set(s) for {} on {}{}", missing.size(), p.def.name, device_,
+               tr ? (tc ? ", timing the reference eagerly and under torch.compile" : ", timing the reference") : "");
+  // Progress: the oracle writes one JSON line per finished job.
+  size_t done = 0;
+  auto progress = [&](std::string_view line) {
+    if (line.rfind("{\"uuid\"", 0) != 0) return;
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object()) return;
+    ++done;
+    spdlog::info("oracle: {}/{} {} {} in {:.1f} s", done, missing.size(), j.value("uuid", std::string("?")).substr(0, 8),
+                 j.value("ok", false) ? "done" : "failed", j.value("seconds", 0.0));
+  };
+  const auto limit = std::chrono::milliseconds(static_cast<int64_t>(std::max(1.0, time_limit_s_) * 1000));
+  RunResult rr = run_command(cmd, limit, {}, progress);
+  // An oracle that stops early (time limit, crash) keeps the jobs it finished: each job's
+  // meta.json (or error.json) is written last and atomically, so a job folder that has one is
+  // complete; the others get an error naming why the oracle stopped.
+  std::string stopped;
   if (!rr.ok()) {
-    fs::remove_all(work);
-    std::string why = rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code);
     auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
-    if (rr.exit_code == 2) user_error("oracle: {}", last);
-    throw std::runtime_error(fmt::format("the Python oracle failed ({}): {}", why, last));
+    if (rr.exit_code == 2 && !rr.timed_out && rr.signal == 0) {
+      fs::remove_all(work);
+      user_error("oracle: {}", last);
+    }
+    std::string why = rr.timed_out ? fmt::format("time limit of {:g} s", time_limit_s_)
+                      : rr.signal   ? fmt::format("signal {}", rr.signal)
+                                    : fmt::format("exit code {}", rr.exit_code);
+    stopped = fmt::format("the oracle stopped before finishing this workload ({}): {}", why, last);
+    spdlog::warn("oracle: stopped ({}) after {} of {} workload(s) of {}; the finished ones are kept", why, done,
+                 missing.size(), p.def.name);
   }
   for (size_t i : missing) {
     fs::path job = work / keys[i];
+    if (!stopped.empty() && !fs::exists(job / "meta.json") && !fs::exists(job / "error.json")) {
+      out[i].error = stopped;
+      continue;
+    }
     if (fs::exists(job / "error.json")) {
       json e = json::parse(read_text(job / "error.json"), nullptr, false);
       out[i].error = e.is_object() ? fmt::format("oracle {} failed: {}", e.value("stage", "?"), e.value("message", "?"))

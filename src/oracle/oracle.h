@@ -55,9 +55,13 @@ class Oracle {
   // Wall-clock seconds one oracle run (one problem) may spend compiling and timing torch.compile;
   // workloads past it get compile_timing {"skipped": ...} and are redone by a later ensure().
   void set_compile_budget(double seconds) { compile_budget_s_ = seconds; }
+  // Wall-clock seconds one oracle run of ensure() may take (default an hour). A run stopped by it
+  // keeps the workloads it finished; the rest get an error and are redone by a later ensure().
+  void set_time_limit(double seconds) { time_limit_s_ = seconds; }
 
  private:
   double compile_budget_s_ = 240;
+  double time_limit_s_ = 3600;
   std::string device_;
   std::filesystem::path root_;
 };

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "util/error.h"
 
@@ -51,7 +52,8 @@ std::string signal_name(int sig) {
 }
 
 RunResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                      const std::vector<std::string>& extra_env) {
+                      const std::vector<std::string>& extra_env,
+                      const std::function<void(std::string_view line)>& on_line) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   auto t0 = Clock::now();
@@ -68,6 +70,7 @@ RunResult run_command(const std::vector<std::string>& argv, std::chrono::millise
   RunResult r;
   auto deadline = t0 + timeout;
   char buf[65536];
+  size_t line_start = 0;  // of the output's unfinished last line (on_line)
   for (;;) {
     pollfd p{out[0], POLLIN, 0};
     int n = ::poll(&p, 1, remaining_ms(deadline));
@@ -82,7 +85,10 @@ RunResult run_command(const std::vector<std::string>& argv, std::chrono::millise
     ssize_t k = ::read(out[0], buf, sizeof buf);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) break;
+    const size_t before = r.output.size();
     r.output.append(buf, static_cast<size_t>(k));
+    for (size_t nl = before; on_line && (nl = r.output.find('\n', nl)) != std::string::npos; line_start = ++nl)
+      on_line(std::string_view(r.output).substr(line_start, nl - line_start));
   }
   ::close(out[0]);
   if (r.timed_out) ::kill(-pid, SIGKILL);

@@ -4,8 +4,10 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ka {
@@ -20,8 +22,10 @@ struct RunResult {
 };
 
 // Runs argv[0] (searched on PATH) to completion; kills its whole process group after `timeout`.
+// on_line, when given, sees each complete line of the output as it arrives (progress reports).
 RunResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                      const std::vector<std::string>& extra_env = {});
+                      const std::vector<std::string>& extra_env = {},
+                      const std::function<void(std::string_view line)>& on_line = {});
 
 // A long-lived child with a pipe each way and stderr passed through to a log file.
 class Child {
