@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -38,6 +39,23 @@ std::vector<std::string> optimize_cmd(const fs::path& out, int budget) {
 }
 
 std::vector<std::string> env(const fs::path& cache) { return {"KERNELARC_CACHE=" + cache.string()}; }
+
+// The summary row of the problem: candidates, measured, gpu_min, wall_min (the search cost).
+struct CostRow {
+  int candidates = -1, measured = -1;
+  double gpu_min = -1, wall_min = -1;
+};
+
+CostRow cost_row(const std::string& output, const std::string& problem) {
+  CostRow c;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(problem + " ", 0) != 0) continue;
+    std::istringstream f(line.substr(problem.size()));
+    f >> c.candidates >> c.measured >> c.gpu_min >> c.wall_min;
+  }
+  return c;
+}
 
 struct Counts {
   size_t measurements = 0, distinct = 0, candidates = 0;
@@ -70,6 +88,12 @@ TEST(Campaign, HostCampaignEndsWithAVerifiedBestInsideItsBudget) {
   fs::path problem_dir;
   for (const auto& d : fs::directory_iterator(out))
     if (d.is_directory()) problem_dir = d.path();
+  // The search cost per problem: what it measured, and the runner (GPU) time inside its wall time.
+  const CostRow cost = cost_row(r.output, problem_dir.filename().string());
+  EXPECT_EQ(cost.candidates, static_cast<int>(c.candidates)) << r.output;
+  EXPECT_EQ(cost.measured, static_cast<int>(c.candidates)) << r.output;
+  EXPECT_GT(cost.gpu_min, 0) << r.output;
+  EXPECT_LE(cost.gpu_min, cost.wall_min + 0.01) << r.output;
   ASSERT_TRUE(fs::exists(problem_dir / "best" / "solution.json")) << r.output;
   EXPECT_TRUE(fs::exists(problem_dir / "leaderboard.md"));
   EXPECT_TRUE(fs::exists(problem_dir / "leaderboard.json"));
@@ -84,6 +108,7 @@ TEST(Campaign, HostCampaignEndsWithAVerifiedBestInsideItsBudget) {
   auto again = ka::run_command(optimize_cmd(out, 6), std::chrono::minutes(5), env(cache));
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_NE(again.output.find("measured 0 candidates"), std::string::npos) << again.output;
+  EXPECT_EQ(cost_row(again.output, problem_dir.filename().string()).gpu_min, 0) << again.output;
   EXPECT_EQ(counts(out / "campaign.db").measurements, c.measurements);
 }
 

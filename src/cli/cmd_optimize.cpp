@@ -65,12 +65,13 @@ void register_optimize(CLI::App& app) {
     o.target = target.empty() ? (std::system("nvidia-smi -L >/dev/null 2>&1") == 0 ? "cuda" : "host") : target;
     o.eval.timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
     CampaignOutcome r = run_campaign(o);
-    fmt::print("{:<34} {:>10} {:>9} {:>12} {:>12} {:>9} {:>9} {:>6}  {}\n", "problem", "candidates", "measured", "best_us",
-               "ref_us", "speedup", "sol_score", "x_sol", "best");
+    fmt::print("{:<34} {:>10} {:>9} {:>7} {:>7} {:>12} {:>12} {:>9} {:>9} {:>6}  {}\n", "problem", "candidates", "measured",
+               "gpu_min", "wall_min", "best_us", "ref_us", "speedup", "sol_score", "x_sol", "best");
     bool all = true;
     for (const auto& p : r.problems) {
       all &= p.solved;
-      fmt::print("{:<34} {:>10} {:>9} {:>12} {:>12} {:>9} {:>9} {:>6}  {}{}\n", p.problem, p.candidates, p.measured_now,
+      fmt::print("{:<34} {:>10} {:>9} {:>7.2f} {:>7.2f} {:>12} {:>12} {:>9} {:>9} {:>6}  {}{}\n", p.problem, p.candidates,
+                 p.measured_now, p.gpu_s / 60, p.wall_s / 60,
                  p.solved ? fmt::format("{:.3f}", p.best_geomean_us) : "-",
                  p.reference_geomean_us > 0 ? fmt::format("{:.3f}", p.reference_geomean_us) : "-",
                  p.solved && p.reference_geomean_us > 0 ? fmt::format("{:.2f}x", p.reference_geomean_us / p.best_geomean_us) : "-",

@@ -337,6 +337,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
   }
 
   for (const Problem& p : problems) {
+    const auto p_start = Clock::now();
     ProblemOutcome po;
     po.problem = p.def.name;
     if (g_terminate.load()) {
@@ -497,8 +498,12 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         store->exec("ROLLBACK");
         throw;
       }
-      if (rec) out.build_s += job.build.seconds;
+      if (rec) {
+        out.build_s += job.build.seconds;
+        po.build_s += job.build.seconds;
+      }
       out.measure_s += job.seconds;
+      po.gpu_s += job.seconds;
       return ms;
     };
 
@@ -677,6 +682,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     po.per_gpu = per_gpu.gpus;
     po.gpu_spread = per_gpu.spread;
     po.candidates = static_cast<int>(spent.size());
+    po.wall_s = secs(p_start, Clock::now());
     po.measured_now = measured;
     po.replayed = replayed;
     po.solved = best > 0;

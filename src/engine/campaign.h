@@ -64,6 +64,9 @@ struct ProblemOutcome {
   double best_geomean_us = 0, reference_geomean_us = 0;
   std::optional<double> best_sol_score, best_sol_ratio;  // the incumbent's (sol/problem_sol.h)
   bool stopped_at_sol = false;             // stopped drawing budget: within sol_stop of SOL
+  // Search cost in this run: wall clock, runner time spent judging this problem's candidates and
+  // checks (GPU time; replayed candidates cost none), and compile time of uncached builds.
+  double wall_s = 0, gpu_s = 0, build_s = 0;
   std::filesystem::path best_dir;
 };
 
