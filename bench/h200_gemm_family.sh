@@ -166,10 +166,16 @@ declare -A PT=(
   [p11_p1_bn256_s4_sn32_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
   [p12_pc2_bn256_s4_sn256_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=8 RASTER=1 SMALLN=256 PERSIST=1 CLUSTER=2"
   [p13_pc4_bn128_s6_sn64]="BM=128 BN=128 BK=64 STAGES=6 SPLITK=4 RASTER=0 SMALLN=64 PERSIST=1 CLUSTER=4"
+  [p14_sw2_sn256_sk16]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=256 SMALL_WG=2"
+  [p15_sw2_sn128_sk8]="BM=128 BN=128 BK=64 STAGES=4 SPLITK=8 RASTER=0 SMALLN=128 SMALL_WG=2"
 )
-# Points without the PERSIST / CLUSTER knobs get PERSIST=0 CLUSTER=1 (the non-persistent kernel).
-for l in "${!PT[@]}"; do [[ ${PT[$l]} == *PERSIST=* ]] || PT[$l]="${PT[$l]} PERSIST=0 CLUSTER=1"; done
-SM80_KNOBS="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0 PERSIST=0 CLUSTER=1"
+# Points without the PERSIST / CLUSTER / SMALL_WG knobs get PERSIST=0 CLUSTER=1 (the
+# non-persistent kernel) and SMALL_WG=1 (one warpgroup on the small-M path).
+for l in "${!PT[@]}"; do
+  [[ ${PT[$l]} == *PERSIST=* ]] || PT[$l]="${PT[$l]} PERSIST=0 CLUSTER=1"
+  [[ ${PT[$l]} == *SMALL_WG=* ]] || PT[$l]="${PT[$l]} SMALL_WG=1"
+done
+SM80_KNOBS="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0 PERSIST=0 CLUSTER=1 SMALL_WG=1"
 mkdir -p "$W/pts"
 {
   for l in "${!PT[@]}"; do printf '%s\t%s\t%s\n' "$W/pts/$l" "$GENCODE_90A" "${PT[$l]}"; done
@@ -185,10 +191,11 @@ done
 
 if [[ ${BUILD_ONLY:-0} == 1 ]]; then cat "$OUT/compile.txt" "$OUT/notes.txt" 2>/dev/null; exit 0; fi
 
-# 2. Self-test, one process per point: the PERSIST=1 points first (the newest kernel; a run cut short
-#    by DEADLINE skips the last labels).
-RUN_ORDER=$(for l in $LABELS; do [[ ${PT[$l]:-} == *PERSIST=1* ]] && echo "$l"; done
-            for l in $LABELS; do [[ ${PT[$l]:-} == *PERSIST=1* ]] || echo "$l"; done)
+# 2. Self-test, one process per point: the PERSIST=1 and SMALL_WG=2 points first (the newest
+#    kernels, never yet run on a GPU; a run cut short by DEADLINE skips the last labels).
+is_new() { [[ ${PT[$1]:-} == *PERSIST=1* || ${PT[$1]:-} == *SMALL_WG=2* ]]; }
+RUN_ORDER=$(for l in $LABELS; do is_new "$l" && echo "$l"; done
+            for l in $LABELS; do is_new "$l" || echo "$l"; done)
 for l in $RUN_ORDER; do
   if [[ ! -f $W/pts/$l/candidate.so || ! -x $W/selftest ]]; then
     echo "ROW $l - 0 0 0 NOT_BUILT 0 0 0 0" >"$OUT/selftest_$l.txt"

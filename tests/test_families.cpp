@@ -518,20 +518,28 @@ TEST(FamiliesDev, GemmHopperSpaces) {
     for (auto& t : q.def.inputs) t.dtype = DType::bf16;
     EXPECT_TRUE(f.applies_to(q)) << name << " in bf16";
     const std::vector<Knobs> space = f.space(p);
-    // The non-persistent kernel's points (CLUSTER needs PERSIST=1), then the persistent ones.
-    size_t plain = 0, clustered = 0;
+    // The non-persistent kernel's points with one small-M warpgroup; CLUSTER only with PERSIST=1
+    // (two of its three values), SMALL_WG=2 only where there is a small-M path (SMALLN > 0).
+    size_t plain = 0, clustered = 0, persist = 0, wg1_small = 0, wg2 = 0;
     for (const auto& k : space) {
       EXPECT_TRUE(f.valid(k, p));
-      if (k.at("PERSIST") == 0) ++plain;
+      if (k.at("PERSIST") == 0 && k.at("SMALL_WG") == 1) ++plain;
+      if (k.at("PERSIST") == 1) ++persist;
+      if (k.at("SMALL_WG") == 1 && k.at("SMALLN") > 0) ++wg1_small;
+      if (k.at("SMALL_WG") == 2) {
+        ++wg2;
+        EXPECT_GT(k.at("SMALLN"), 0) << knobs_str(k);
+      }
       if (k.at("CLUSTER") > 1) {
         ++clustered;
         EXPECT_EQ(k.at("PERSIST"), 1) << knobs_str(k);
       }
     }
     EXPECT_EQ(plain, *const_axis_value(p.def, "K") == 2048 ? 1620u : 1944u) << name;
-    EXPECT_EQ(clustered, 2 * (space.size() - plain) / 3) << name;
+    EXPECT_EQ(clustered, 2 * persist / 3) << name;
+    EXPECT_EQ(wg2, wg1_small) << name;
     EXPECT_TRUE(f.problem_defines(p).empty());
-    const Knobs k{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 8}, {"RASTER", 1}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}};
+    const Knobs k{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 8}, {"RASTER", 1}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}};
     ASSERT_TRUE(f.valid(k, p)) << name;
     const std::string src = f.instantiate(k, p).sources[0].content;
     if (first_source.empty()) first_source = src;
@@ -542,14 +550,14 @@ TEST(FamiliesDev, GemmHopperSpaces) {
     EXPECT_FALSE(f.valid(deep, p)) << name;
   }
   Problem p = load_problem(dev_problem("004_gemm_n128_k2048"));
-  EXPECT_FALSE(f.valid({{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 32}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 0}, {"CLUSTER", 1}}, p));
+  EXPECT_FALSE(f.valid({{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 32}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}}, p));
   if (fs::exists(dev_problem("021_rmsnorm_h128"))) {
     EXPECT_FALSE(f.applies_to(load_problem(dev_problem("021_rmsnorm_h128"))));
   }
 }
 
-// Two points of the GEMM family (the largest tile with every small-M width, and the smallest tile
-// with the deepest ring and no small-M path) compile with the judge's nvcc flags for sm_90a, and
+// Two points of the GEMM family (the largest tile with every small-M width on two warpgroups, and the
+// smallest tile with the deepest ring, no small-M path, persistent in clusters of 2) compile with the judge's nvcc flags for sm_90a, and
 // one point compiles for sm_80 (the mma.sync path). Skipped without nvcc.
 TEST(FamiliesDev, GemmHopperCompilesWithNvcc) {
   LOAD_DEV(p, "005_gemm_n256_k7168");
@@ -557,11 +565,11 @@ TEST(FamiliesDev, GemmHopperCompilesWithNvcc) {
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   const Family& f = shipped("gemm_hopper_cuda");
   const std::vector<std::pair<Knobs, std::string>> cases{
-      {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 16}, {"RASTER", 1}, {"SMALLN", 256}, {"PERSIST", 0}, {"CLUSTER", 1}},
+      {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 16}, {"RASTER", 1}, {"SMALLN", 256}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 2}},
        "-gencode=arch=compute_90a,code=sm_90a"},
-      {{{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 6}, {"SPLITK", 1}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 1}, {"CLUSTER", 2}},
+      {{{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 6}, {"SPLITK", 1}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 1}, {"CLUSTER", 2}, {"SMALL_WG", 1}},
        "-gencode=arch=compute_90a,code=sm_90a"},
-      {{{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 4}, {"RASTER", 0}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}},
+      {{{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 4}, {"RASTER", 0}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}},
        "-gencode=arch=compute_80,code=sm_80"},
   };
   for (const auto& [k, arch] : cases) {

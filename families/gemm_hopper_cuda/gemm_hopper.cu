@@ -18,9 +18,13 @@
 //   KA_RASTER     0: row-major tile order (CTAs that run together share an A tile),
 //                 1: grouped by 8 tile-rows (L2 reuse of B as well)
 //   KA_SMALLN     0, or the largest M served by the small-M path (8, 16, 32, 64, 128, 256): a
-//                 swap-AB kernel computing Cᵀ = B·Aᵀ, 64 rows of B per CTA as the wgmma M side and
-//                 all of A as the wgmma N side (the narrowest compiled width 8, 16, ..., SMALLN that
-//                 holds M), ring of 8 stages (5 at width 256). The decode path: B is read once.
+//                 swap-AB kernel computing Cᵀ = B·Aᵀ, 64·SMALL_WG rows of B per CTA as the wgmma M
+//                 side and all of A as the wgmma N side (the narrowest compiled width 8, 16, ...,
+//                 SMALLN that holds M), ring of up to 8 stages (as many as fit). The decode path: B
+//                 is read once.
+//   KA_SMALL_WG   consumer warpgroups of the small-M path (1 or 2; 2 needs SMALLN > 0): 2 doubles
+//                 the rows of B per CTA, so A (re-read from L2 by every CTA along N) moves half as
+//                 often, at half the CTAs before split-K (for M of 32..256 A's re-reads rival B)
 //   KA_PERSIST    0: the large-M path launches one CTA per work unit (tile, or tile × K slice);
 //                 1: a persistent kernel (hopper_gemm_persistent): min(#units, #SMs) CTAs loop over
 //                 the units in RASTER order, the producer streams the next unit's k-tiles while the
@@ -75,6 +79,9 @@
 #ifndef KA_PERSIST
 #define KA_PERSIST 0  // knobs added later default to the behaviour before them
 #endif
+#ifndef KA_SMALL_WG
+#define KA_SMALL_WG 1
+#endif
 #ifndef KA_CLUSTER
 #define KA_CLUSTER 1
 #endif
@@ -99,7 +106,7 @@
 namespace ka_gemm_hopper {
 
 constexpr int kBM = KA_BM, kBN = KA_BN, kBK = KA_BK, kStages = KA_STAGES, kSplitK = KA_SPLITK, kRaster = KA_RASTER,
-              kSmallN = KA_SMALLN, kPersist = KA_PERSIST, kCluster = KA_CLUSTER;
+              kSmallN = KA_SMALLN, kSmallWG = KA_SMALL_WG, kPersist = KA_PERSIST, kCluster = KA_CLUSTER;
 constexpr int kRasterGroup = 8;   // tile-rows per group for RASTER=1
 static_assert(kBM == 64 || kBM == 128, "BM must be 64 or 128");
 static_assert(kBN == 64 || kBN == 128 || kBN == 256, "BN must be 64, 128 or 256");
@@ -122,9 +129,12 @@ constexpr int smem_bytes_persist(int tp, int tq, int stages) { return smem_bytes
 static_assert(smem_bytes(kBM, kBN, kStages) <= 232448, "STAGES * (BM + BN) * 128 exceeds the 227 KB of shared memory");
 static_assert(kPersist == 0 || smem_bytes_persist(kBM, kBN, kStages) <= 232448,
               "PERSIST = 1: STAGES * (BM + BN) * 128 + BM * 256 exceeds the 227 KB of shared memory");
+static_assert(kSmallWG == 1 || kSmallWG == 2, "SMALL_WG must be 1 or 2");
 // Ring depth of the small-M (swap-AB) path of width w: 8 stages, fewer where they do not fit.
-constexpr int small_stages(int w) { return (225000 / ((64 + w) * 128)) < 8 ? (225000 / ((64 + w) * 128)) : 8; }
-static_assert(smem_bytes(64, 256, small_stages(256)) <= 232448, "small-M ring too deep");
+constexpr int small_stages(int w) {
+  return (225000 / ((64 * kSmallWG + w) * 128)) < 8 ? (225000 / ((64 * kSmallWG + w) * 128)) : 8;
+}
+static_assert(smem_bytes(64 * kSmallWG, 256, small_stages(256)) <= 232448, "small-M ring too deep");
 
 // ------------------------------------------------------------------------------------------------
 // PTX helpers (sm_90a)
@@ -1223,12 +1233,12 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
 // The small-M path: the narrowest compiled swap-AB width (8, 16, ..., SMALLN) that holds M.
 template <typename T>
 bool launch_small(DeviceState& d, int dev, const T* A, const T* B, T* C, int M, int N, int K) {
-  if constexpr (kSmallN >= 8) if (M <= 8) return launch_hopper<T, 1, 8, small_stages(8), true>(d, dev, A, B, C, M, N, K);
-  if constexpr (kSmallN >= 16) if (M <= 16) return launch_hopper<T, 1, 16, small_stages(16), true>(d, dev, A, B, C, M, N, K);
-  if constexpr (kSmallN >= 32) if (M <= 32) return launch_hopper<T, 1, 32, small_stages(32), true>(d, dev, A, B, C, M, N, K);
-  if constexpr (kSmallN >= 64) if (M <= 64) return launch_hopper<T, 1, 64, small_stages(64), true>(d, dev, A, B, C, M, N, K);
-  if constexpr (kSmallN >= 128) if (M <= 128) return launch_hopper<T, 1, 128, small_stages(128), true>(d, dev, A, B, C, M, N, K);
-  if constexpr (kSmallN >= 256) if (M <= 256) return launch_hopper<T, 1, 256, small_stages(256), true>(d, dev, A, B, C, M, N, K);
+  if constexpr (kSmallN >= 8) if (M <= 8) return launch_hopper<T, kSmallWG, 8, small_stages(8), true>(d, dev, A, B, C, M, N, K);
+  if constexpr (kSmallN >= 16) if (M <= 16) return launch_hopper<T, kSmallWG, 16, small_stages(16), true>(d, dev, A, B, C, M, N, K);
+  if constexpr (kSmallN >= 32) if (M <= 32) return launch_hopper<T, kSmallWG, 32, small_stages(32), true>(d, dev, A, B, C, M, N, K);
+  if constexpr (kSmallN >= 64) if (M <= 64) return launch_hopper<T, kSmallWG, 64, small_stages(64), true>(d, dev, A, B, C, M, N, K);
+  if constexpr (kSmallN >= 128) if (M <= 128) return launch_hopper<T, kSmallWG, 128, small_stages(128), true>(d, dev, A, B, C, M, N, K);
+  if constexpr (kSmallN >= 256) if (M <= 256) return launch_hopper<T, kSmallWG, 256, small_stages(256), true>(d, dev, A, B, C, M, N, K);
   return false;
 }
 
