@@ -1,5 +1,6 @@
 // gqa_prefill.cu — KernelArc family gqa_prefill_cuda: batched causal GQA prefill, bf16 in and out,
-// fp32 accumulation, on tensor cores (mma.sync m16n8k16 bf16, ldmatrix), FlashAttention-2 style.
+// fp32 accumulation, on tensor cores, FlashAttention-2 style: mma.sync m16n8k16 bf16 with ldmatrix
+// (KA_MMA 0, any sm_80+ GPU), or Hopper warpgroup MMA, wgmma.mma_async m64nNk16 (KA_MMA 1, sm_90a).
 // One source serves both FlashInfer-Bench op types: gqa_paged_prefill (K/V rows gathered through
 // kv_indices, page size 1) and gqa_ragged_prefill (K/V rows contiguous per sequence); they differ
 // only in how the address of key j of a sequence is computed (KA_PAGED = has_input:kv_indices).
@@ -34,6 +35,17 @@
 //                         re-read from shared memory with ldmatrix per tile (fewer registers)
 //            KA_PERSIST   0: one CTA per possible query tile and kv head (grid from the bound);
 //                         1: SMs x occupancy persistent CTAs stride over the (tile, kv head) items
+//            KA_MMA       0: mma.sync m16n8k16 per warp, operands through ldmatrix from padded rows;
+//                         1: wgmma per warpgroup (4 warps, 64 rows of the M tile): S = Q K^T with A = Q
+//                         and B = the K tile from shared memory (both K-major), O += P V with A = P
+//                         from registers (the S accumulator layout is the A fragment layout) and B =
+//                         the V tile from shared memory, MN-major (transpose bit). Q, K and V tiles
+//                         are stored unpadded in the 128-byte swizzle layout the descriptors name:
+//                         a tile of R rows of D bf16 is D/64 column blocks of R x 128 bytes, 16-byte
+//                         chunk c of row r at block c/8, byte r*128 + ((c%8) ^ (r%8))*16 (blocks
+//                         1024-byte aligned). Needs WARPS % 4 == 0, head_dim 64 or 128, KV_TILE 64
+//                         or 128, Q_IN_SMEM 1; an MMA=1 build for a GPU without wgmma (device code
+//                         for an arch other than sm_90a) compiles but traps if called.
 //
 // Work decomposition. grid = (upper bound of query tiles, kv heads). The bound comes from shapes
 // only (ceil(total_q / QTILE) + batch + 1), so the host never reads the index arrays; each CTA
@@ -55,7 +67,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_PAGED) || \
     !defined(KA_MASKED_ROW_ZERO) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) ||        \
-    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST)
+    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST) || !defined(KA_MMA)
 #error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
@@ -73,7 +85,8 @@ constexpr int M = 16 * W;                // rows of the CTA tile
 constexpr int QT = M / G;                // query tokens per CTA tile
 constexpr int T = KA_KV_TILE;
 constexpr int STAGES = KA_STAGES;
-constexpr int ROWB = 2 * D + 16;         // smem bytes per row (16 B pad: conflict-free ldmatrix)
+constexpr int MMA = KA_MMA;
+constexpr int ROWB = MMA ? 2 * D : 2 * D + 16;  // smem bytes per row (mma.sync: 16 B pad, conflict-free ldmatrix)
 constexpr int KCH = 2 * D / 16;          // 16-byte chunks per row
 constexpr int RPP = NT / KCH;            // rows per pass of all threads
 constexpr int NR = T / RPP;              // K (and V) rows per thread per tile
@@ -86,7 +99,8 @@ constexpr int STAGE_BYTES = 2 * T * ROWB;
 constexpr int Q_BYTES = M * ROWB;
 constexpr int MAXB_SORT = 1024;
 constexpr int SORT_BYTES = KA_ORDER == 2 ? MAXB_SORT * 8 : 0;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + 16;
+constexpr int ALIGN_SLACK = MMA ? 1024 : 0;  // the swizzled tiles start 1024-byte aligned
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + 16 + ALIGN_SLACK;
 constexpr float kNegInf = -__builtin_huge_valf();
 
 static_assert(HQ % HKV == 0 && M % G == 0, "16*WARPS must be a multiple of the group size");
@@ -95,6 +109,13 @@ static_assert(NT % KCH == 0 && T % RPP == 0 && M % RPP == 0, "WARPS / KV_TILE / 
 static_assert(T % 16 == 0, "KV_TILE");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
+static_assert(MMA == 0 || (W % 4 == 0 && (D == 64 || D == 128) && (T == 64 || T == 128) && KA_Q_IN_SMEM == 1),
+              "MMA=1: WARPS % 4 == 0, head_dim 64 or 128, KV_TILE 64 or 128, Q_IN_SMEM 1");
+
+// Byte offset of 16-byte chunk c of row r in a shared tile of `rows` rows (see KA_MMA).
+__host__ __device__ constexpr int tile_off(int r, int c, int rows) {
+  return MMA == 0 ? r * ROWB + c * 16 : (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+}
 
 // ── primitives ─────────────────────────────────────────────────────────────────────────────────
 #ifdef KA_EMULATE
@@ -110,6 +131,18 @@ inline void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint
   ka_emu_ops::ldsm_x4(a, r0, r1, r2, r3, true);
 }
 inline uint32_t pack_bf16(float lo, float hi) { return uint32_t(f2bf(lo)) | (uint32_t(f2bf(hi)) << 16); }
+template <int N>
+inline void wgmma_ss(float (&d)[N / 8][4], uint64_t da, uint64_t db) {
+  ka_emu_ops::wgmma_issue({N, &d[0][0], false, {0, 0, 0, 0}, da, db, 0, 0, 1});
+}
+template <int N>
+inline void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  ka_emu_ops::wgmma_issue({N, &d[0][0], true, {a[0], a[1], a[2], a[3]}, 0, db, 0, 1, 1});
+}
+template <int N>
+inline void wgmma_wait_n() { wgmma_wait(N); }
+template <int R, int C>
+inline void fence_operands(float (&)[R][C]) {}
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
@@ -145,7 +178,147 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
 }
+#if KA_MMA
+// Hopper warpgroup MMA (KA_MMA 1). Device code for an arch without wgmma (not sm_90a) gets bodies
+// that trap, so that the mma.sync points of the same source still build there.
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KA_WGMMA_HW 0
+#else
+#define KA_WGMMA_HW 1
 #endif
+#if KA_WGMMA_HW
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait_n() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Orders generic-proxy writes to shared memory (cp.async, st.shared) before async-proxy reads (wgmma).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_ss_n128(float (&d)[16][4], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+        "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+        "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
+        "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_rs_n128(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+        "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+        "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
+        "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+
+#else
+__device__ __forceinline__ void wgmma_fence() { __trap(); }
+__device__ __forceinline__ void wgmma_commit() { __trap(); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait_n() { __trap(); }
+__device__ __forceinline__ void fence_proxy_async() { __trap(); }
+__device__ __forceinline__ void wgmma_ss_n64(float (&)[8][4], uint64_t, uint64_t, int) { __trap(); }
+__device__ __forceinline__ void wgmma_ss_n128(float (&)[16][4], uint64_t, uint64_t, int) { __trap(); }
+__device__ __forceinline__ void wgmma_rs_n64(float (&)[8][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+__device__ __forceinline__ void wgmma_rs_n128(float (&)[16][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+#endif
+// S (+)= A B with A and B from descriptors, both K-major.
+template <int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t da, uint64_t db) {
+  static_assert(N == 64 || N == 128, "wgmma N");
+  if constexpr (N == 64) wgmma_ss_n64(d, da, db, 1);
+  else wgmma_ss_n128(d, da, db, 1);
+}
+// O += A B with A from registers and B from a descriptor, MN-major (transpose bit set).
+template <int N>
+__device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  static_assert(N == 64 || N == 128, "wgmma N");
+  if constexpr (N == 64) wgmma_rs_n64(d, a, db, 1);
+  else wgmma_rs_n128(d, a, db, 1);
+}
+// Keeps the compiler from moving accesses of the accumulators across a wgmma wait.
+template <int R, int C>
+__device__ __forceinline__ void fence_operands(float (&d)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < C; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+}
+#endif  // KA_MMA
+#endif
+
+// Shared-memory matrix descriptor for a 128-byte-swizzled operand (PTX ISA "Matrix Descriptor"):
+// start address, leading byte offset lbo (K-major: unused, 16; MN-major: between 64-element column
+// blocks), stride byte offset 1024 (between groups of 8 rows), swizzle mode 1 (128 B).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
+  return static_cast<uint64_t>((addr & 0x3ffffu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3fffu) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+}
 
 __device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
@@ -250,7 +423,9 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 // work items (tile, kv head) with a stride, tiles in work order, so no CTA is spent on the slack of
 // the shape-based bound and a CTA's writes of rows that see no key cost no launch.
 __global__ void __launch_bounds__(NT) gqa_prefill_kernel(Params p) {
-  KA_DYN_SMEM(smem);
+  KA_DYN_SMEM(smem_raw);
+  constexpr uint32_t AL = MMA ? 1024 : 16;  // the swizzled tiles need 1024-byte alignment
+  unsigned char* const smem = smem_raw + ((AL - (smem_u32(smem_raw) & (AL - 1))) & (AL - 1));
   unsigned char* const qs_smem = smem + STAGES * STAGE_BYTES;
   const int tid = threadIdx.x, lane = tid & 31;
 
@@ -360,8 +535,8 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
       const int row = lrow + i * RPP;
       const bool ok = idx[i] >= 0;
       const int64_t off = (static_cast<int64_t>(ok ? idx[i] : 0) * HKV + g) * D + lcol * 8;
-      cp_async_16(smem_u32(ks + row * ROWB + lcol * 16), p.k + off, ok ? 16 : 0);
-      cp_async_16(smem_u32(vs + row * ROWB + lcol * 16), p.v + off, ok ? 16 : 0);
+      cp_async_16(smem_u32(ks + tile_off(row, lcol, T)), p.k + off, ok ? 16 : 0);
+      cp_async_16(smem_u32(vs + tile_off(row, lcol, T)), p.v + off, ok ? 16 : 0);
     }
   };
   // Q tile: rows r = token r/G, head r%G; rows past the sequence are zero-filled.
@@ -370,7 +545,7 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     const int r = lrow + i * RPP;
     const bool ok = r / G < nq;
     const int64_t off = ok ? (row0 + static_cast<int64_t>(r / G) * HQ + r % G) * D + lcol * 8 : 0;
-    cp_async_16(smem_u32(qs_smem + r * ROWB + lcol * 16), p.q + off, ok ? 16 : 0);
+    cp_async_16(smem_u32(qs_smem + tile_off(r, lcol, M)), p.q + off, ok ? 16 : 0);
   }
   cp_async_commit();
   int idx[NR];
@@ -404,6 +579,7 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 
   for (int t = 0; t < ntiles; ++t) {
     cp_async_wait_n<STAGES - 2>();
+    if constexpr (MMA == 1) fence_proxy_async();  // this thread's copies, before wgmma reads them
     __syncthreads();  // tile t (and Q) landed for every thread; every warp is done with tile t-1
     {
       const int u = t + STAGES - 1;
@@ -423,6 +599,21 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     float s[NTT][4];
 #pragma unroll
     for (int j = 0; j < NTT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#if KA_MMA
+    {
+      // Warpgroup warp/4 owns CTA rows 64*(warp/4) .. +63; k-step kk reads 16 columns: column block
+      // kk/4, 32 bytes kk%4 into its 128-byte rows (the hardware applies the swizzle to the address).
+      const uint32_t qa = smem_u32(qs_smem) + (warp >> 2) * 64 * 128, kb = smem_u32(ks);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; ++kk)
+        wgmma_ss<T>(s, sw128_desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16),
+                    sw128_desc(kb + (kk >> 2) * T * 128 + (kk & 3) * 32, 16));
+      wgmma_commit();
+      wgmma_wait_n<0>();
+      fence_operands(s);
+    }
+#else
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; kk += 2) {
 #if KA_Q_IN_SMEM
@@ -441,6 +632,7 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
         mma_bf16(s[j], qa1, b2, b3);
       }
     }
+#endif
     // Scale to base 2; mask on diagonal tiles only.
     const int kbase = t * T;
     if (t >= nomask) {
@@ -498,6 +690,22 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
       o[n][3] *= a1;
     }
     // O += P V.
+#if KA_MMA
+    {
+      // B = V rows 16kt .. 16kt+15 (2 groups of 8 rows, SBO 1024), N = D across the column blocks
+      // (LBO = T*128 bytes apart), MN-major.
+      const uint32_t vb = smem_u32(vs);
+      wgmma_fence();
+#pragma unroll
+      for (int kt = 0; kt < KT; ++kt) {
+        const uint32_t pa[4] = {pk[2 * kt][0], pk[2 * kt][1], pk[2 * kt + 1][0], pk[2 * kt + 1][1]};
+        wgmma_rs_tb<D>(o, pa, sw128_desc(vb + kt * 16 * 128, T * 128));
+      }
+      wgmma_commit();
+      wgmma_wait_n<0>();
+      fence_operands(o);
+    }
+#else
 #pragma unroll
     for (int kt = 0; kt < KT; ++kt) {
       const uint32_t pa[4] = {pk[2 * kt][0], pk[2 * kt][1], pk[2 * kt + 1][0], pk[2 * kt + 1][1]};
@@ -510,6 +718,7 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
         mma_bf16(o[2 * n2 + 1], pa, b2, b3);
       }
     }
+#endif
   }
   cp_async_wait_n<0>();
 

@@ -14,6 +14,15 @@
 // group, so reading a stage before waiting for it, or refilling a stage another warp still reads,
 // shows up as NaN. Fragment layouts follow the PTX ISA (ldmatrix, ldmatrix .trans,
 // mma.m16n8k16.row.col with bf16 inputs and fp32 accumulators).
+// Hopper warpgroup MMA (gqa_prefill_cuda's MMA=1 path): wgmma.mma_async m64nNk16 with bf16 inputs
+// and fp32 accumulators, A from a shared-memory descriptor or from registers, B from a descriptor,
+// K-major or MN-major (the transpose bits), swizzle none / 32B / 64B / 128B, applied to the absolute
+// shared address as the hardware does (wgmma_desc_addr). It is a warpgroup collective (all 128
+// threads of the warpgroup, same descriptors). Its results are asynchronous: at issue the
+// accumulator registers are poisoned (NaN) and the results land only when wgmma.wait_group retires
+// their commit group, so reading (or writing) accumulators before the wait shows up; a wgmma
+// issued with nothing in flight and no wgmma.fence since the last wait is reported (the fence that
+// orders register writes before the async read). fence.proxy.async is accepted and not checked.
 #pragma once
 #include <ucontext.h>
 
@@ -25,6 +34,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 struct dim3 {
@@ -74,7 +84,7 @@ struct Copy {
   int src_bytes;  // 16 or 0 (zero fill)
 };
 
-enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3 };
+enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4 };
 
 struct Fiber {
   ucontext_t ctx;
@@ -84,6 +94,21 @@ struct Fiber {
   uint64_t wait_gen = 0;
   std::vector<Copy> open;                 // issued, not committed
   std::vector<std::vector<Copy>> groups;  // committed, oldest first
+  // wgmma.mma_async results in flight: (register, value), issued (open) or committed (wg_groups).
+  std::vector<std::pair<float*, float>> wg_open;
+  std::vector<std::vector<std::pair<float*, float>>> wg_groups;
+  std::unordered_map<float*, std::pair<float, int>> wg_latest;  // register -> (newest in-flight value, writes in flight)
+  bool wg_fenced = false;
+};
+
+// A warpgroup collective (128 threads) in progress: each thread leaves pointers to its input and
+// output (its fiber's stack stays put while it waits); the last to arrive computes all outputs.
+struct WgSlot {
+  int count = 0;
+  int kind = -1;
+  uint64_t gen = 0;
+  const void* in[128];
+  void* out[128];
 };
 
 // A warp collective in progress: every lane deposits an input, the last to arrive computes every
@@ -105,6 +130,7 @@ struct Cta {
   int bar_count = 0;
   uint64_t bar_gen = 0;
   std::vector<WarpSlot> warps;
+  std::vector<WgSlot> wgs;
   std::vector<unsigned char> smem;
   std::function<void()> body;
 };
@@ -129,6 +155,7 @@ inline void fiber_entry() {
       for (auto& cp : g)
         if (cp.src_bytes) std::memcpy(&c->smem[cp.dst], cp.src, 16);
   }
+  if (!f.wg_open.empty() || !f.wg_groups.empty()) fail("a thread exited with wgmma.mma_async results in flight (no wgmma.wait_group)");
   f.state = kDone;
   swapcontext(&f.ctx, &c->sched);
 }
@@ -146,6 +173,7 @@ inline void cta_sync() {
   Cta* c = cta();
   Fiber& f = self();
   if (c->warps[tid() / 32].count != 0) fail("__syncthreads while this thread's warp is inside a warp collective");
+  if (c->wgs[tid() / 128].count != 0) fail("__syncthreads while this thread's warpgroup is inside a wgmma");
   c->bar_count++;
   if (c->bar_count == c->nthreads) {
     c->bar_count = 0;
@@ -189,12 +217,40 @@ Out collective(int kind, const In& in, F compute) {
   return o;
 }
 
+// Warpgroup collective: all 128 threads of the warpgroup (threads 128w .. 128w+127) must arrive.
+template <typename In, typename Out, typename F>
+void wg_collective(int kind, const In& in, Out& out, F compute) {
+  Cta* c = cta();
+  const int t = tid();
+  if (c->nthreads % 128) fail("a warpgroup instruction in a CTA whose size is not a multiple of 128");
+  WgSlot& w = c->wgs[t / 128];
+  if (w.count == 0) w.kind = kind;
+  else if (w.kind != kind) fail("threads of one warpgroup are in different warpgroup instructions (divergence)");
+  w.in[t % 128] = &in;
+  w.out[t % 128] = &out;
+  w.count++;
+  if (w.count == 128) {
+    const In* ins[128];
+    Out* outs[128];
+    for (int l = 0; l < 128; ++l) ins[l] = static_cast<const In*>(w.in[l]), outs[l] = static_cast<Out*>(w.out[l]);
+    compute(ins, outs, t / 128 * 128);
+    w.count = 0;
+    w.gen++;
+  } else {
+    Fiber& f = self();
+    f.state = kWarpGroup;
+    f.wait_gen = w.gen;
+    block_and_yield();
+  }
+}
+
 inline void run_cta(Cta& c) {
   cta() = &c;
   const size_t stack_bytes = 512 * 1024;
   c.fibers.clear();
   c.fibers.resize(c.nthreads);
   c.warps.assign((c.nthreads + 31) / 32, WarpSlot{});
+  c.wgs.assign((c.nthreads + 127) / 128, WgSlot{});
   c.bar_count = 0;
   c.bar_gen = 0;
   for (int i = 0; i < c.nthreads; ++i) {
@@ -219,6 +275,9 @@ inline void run_cta(Cta& c) {
       } else if (f.state == kWarp) {
         if (c.warps[i / 32].gen == f.wait_gen) continue;
         f.state = kRunnable;
+      } else if (f.state == kWarpGroup) {
+        if (c.wgs[i / 128].gen == f.wait_gen) continue;
+        f.state = kRunnable;
       }
       c.current = i;
       swapcontext(&c.sched, &f.ctx);
@@ -227,6 +286,7 @@ inline void run_cta(Cta& c) {
         ++done;
         if (c.bar_count > 0) fail("a thread exited while others wait at __syncthreads");
         if (c.warps[i / 32].count > 0) fail("a thread exited while its warp waits in a warp collective");
+        if (c.wgs[i / 128].count > 0) fail("a thread exited while its warpgroup waits in a wgmma");
       }
     }
     if (!progressed && done < c.nthreads) fail("deadlock: every live thread waits (barrier or collective never completed)");
@@ -464,6 +524,159 @@ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
   });
   for (int i = 0; i < 4; ++i) c[i] = o.d[i];
 }
+
+// ── Hopper warpgroup MMA (wgmma) ──
+// Matrix descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address >> 4, 16-29
+// leading dimension byte offset >> 4, 32-45 stride dimension byte offset >> 4, 49-51 base offset,
+// 62-63 swizzle (0 none, 1 128B, 2 64B, 3 32B).
+struct WgDesc {
+  uint32_t start, lbo, sbo, base_off, swz_bytes;  // swz_bytes: 0 (none), 32, 64 or 128
+};
+inline WgDesc wgmma_decode(uint64_t d) {
+  WgDesc w;
+  w.start = static_cast<uint32_t>(d & 0x3fff) << 4;
+  w.lbo = static_cast<uint32_t>((d >> 16) & 0x3fff) << 4;
+  w.sbo = static_cast<uint32_t>((d >> 32) & 0x3fff) << 4;
+  w.base_off = static_cast<uint32_t>((d >> 49) & 7);
+  const int mode = static_cast<int>(d >> 62);
+  w.swz_bytes = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
+  return w;
+}
+// Shared address of element (mn, k) of a 16-bit operand (mn: the M or N index, k: the K index)
+// described by w, K-major (k contiguous) or MN-major (mn contiguous). Canonical layouts in units of
+// 16-byte chunks of 8 elements:
+//   K-major,  no swizzle: 8x1 chunk core matrices; mn%8 -> 16 B, mn/8 -> SBO, k/8 -> LBO.
+//   K-major,  swizzle S:  atoms of 8 rows x S bytes along k; mn%8 -> S bytes, mn/8 -> SBO
+//                         (k within one instruction, 16 elements = 32 B, stays inside the atom
+//                         row; LBO is unused).
+//   MN-major, no swizzle: mn%8 contiguous, mn/8 -> SBO; k%8 -> 16 B, k/8 -> LBO.
+//   MN-major, swizzle S:  atoms of S bytes along mn x 8 rows along k; mn/(S/2) -> LBO,
+//                         k%8 -> S bytes, k/8 -> SBO.
+// The swizzle XORs address bits [4, 4+log2(S/16)) with bits [7, ...) of the absolute address.
+inline uint32_t wgmma_desc_addr(const WgDesc& w, bool mn_major, int mn, int k) {
+  uint32_t a = w.start;
+  if (!mn_major) {
+    if (w.swz_bytes == 0) a += (mn / 8) * w.sbo + (mn % 8) * 16 + (k / 8) * w.lbo + (k % 8) * 2;
+    else {
+      const int e = static_cast<int>(w.swz_bytes) / 2;  // elements per atom row
+      if (k >= e) emu::fail("wgmma: K-major operand row wider than the swizzle atom (not emulated)");
+      a += (mn / 8) * w.sbo + (mn % 8) * w.swz_bytes + k * 2;
+    }
+  } else {
+    if (w.swz_bytes == 0) a += (mn / 8) * w.sbo + (mn % 8) * 2 + (k / 8) * w.lbo + (k % 8) * 16;
+    else {
+      const int e = static_cast<int>(w.swz_bytes) / 2;
+      a += (mn / e) * w.lbo + (mn % e) * 2 + (k / 8) * w.sbo + (k % 8) * w.swz_bytes;
+    }
+  }
+  if (w.swz_bytes) {
+    const uint32_t mask = w.swz_bytes / 16 - 1;  // 7, 3 or 1
+    a ^= ((a >> 7) & mask) << 4;
+  }
+  return a;
+}
+
+struct WgmmaIn {
+  int n;                 // N
+  float* d;              // this thread's N/2 accumulators
+  bool a_reg;            // A from registers (a[]) or from the descriptor da
+  uint32_t a[4];
+  uint64_t da, db;
+  int tnsp_a, tnsp_b, scale_d;
+};
+struct WgmmaOut {
+  float v[128];
+};
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: D = A(64x16) * B(16xN) + (scale_d ? D : 0).
+// Thread t of the warpgroup (warp w = t/32, lane l, g = l/4, q = l%4) holds, per n8 block j,
+// d[4j..4j+3] = D[16w+g][8j+2q], D[16w+g][8j+2q+1], D[16w+g+8][8j+2q], D[16w+g+8][8j+2q+1]; A from
+// registers: a0 = A[16w+g][2q, 2q+1], a1 = A[16w+g+8][2q, 2q+1], a2 = A[16w+g][2q+8, 2q+9],
+// a3 = A[16w+g+8][2q+8, 2q+9] (bf16 pairs, low half first).
+inline void wgmma_issue(const WgmmaIn& in) {
+  auto& me = emu::self();
+  if (in.n % 8 || in.n < 8 || in.n > 256) emu::fail("wgmma: N must be a multiple of 8 in [8, 256]");
+  if (!me.wg_fenced && me.wg_open.empty() && me.wg_groups.empty())
+    emu::fail("wgmma.mma_async issued without a wgmma.fence since the last wgmma.wait_group");
+  WgmmaOut out;
+  emu::wg_collective(30, in, out, [&](const WgmmaIn* const* x, WgmmaOut* const* outs, int t0) {
+    const WgmmaIn& x0 = *x[0];
+    for (int t = 1; t < 128; ++t)
+      if (x[t]->n != x0.n || x[t]->a_reg != x0.a_reg || x[t]->db != x0.db || (!x0.a_reg && x[t]->da != x0.da) ||
+          x[t]->tnsp_a != x0.tnsp_a || x[t]->tnsp_b != x0.tnsp_b || x[t]->scale_d != x0.scale_d)
+        emu::fail("wgmma: threads of the warpgroup disagree on shape, descriptors or immediates");
+    const int N = x0.n;
+    static float A[64][16], B[16][256], C[64][256];
+    if (x0.a_reg) {
+      for (int t = 0; t < 128; ++t) {
+        const int w = t / 32, g = (t % 32) / 4, q = t % 4;
+        const uint32_t* a = x[t]->a;
+        A[16 * w + g][2 * q] = bf(a[0]), A[16 * w + g][2 * q + 1] = bf(a[0] >> 16);
+        A[16 * w + g + 8][2 * q] = bf(a[1]), A[16 * w + g + 8][2 * q + 1] = bf(a[1] >> 16);
+        A[16 * w + g][2 * q + 8] = bf(a[2]), A[16 * w + g][2 * q + 9] = bf(a[2] >> 16);
+        A[16 * w + g + 8][2 * q + 8] = bf(a[3]), A[16 * w + g + 8][2 * q + 9] = bf(a[3] >> 16);
+      }
+    } else {
+      const WgDesc da = wgmma_decode(x0.da);
+      if (da.base_off) emu::fail("wgmma: descriptor base offset other than 0 is not emulated");
+      for (int m = 0; m < 64; ++m)
+        for (int k = 0; k < 16; ++k) A[m][k] = bf(rd16(wgmma_desc_addr(da, x0.tnsp_a != 0, m, k)));
+    }
+    const WgDesc db = wgmma_decode(x0.db);
+    if (db.base_off) emu::fail("wgmma: descriptor base offset other than 0 is not emulated");
+    for (int k = 0; k < 16; ++k)
+      for (int n = 0; n < N; ++n) B[k][n] = bf(rd16(wgmma_desc_addr(db, x0.tnsp_b != 0, n, k)));
+    // C: each thread's accumulators, the newest in-flight value where an earlier wgmma still owns them.
+    for (int t = 0; t < 128; ++t) {
+      auto& f = emu::cta()->fibers[t0 + t];
+      const int w = t / 32, g = (t % 32) / 4, q = t % 4;
+      for (int i = 0; i < N / 2; ++i) {
+        float* r = x[t]->d + i;
+        const auto it = f.wg_latest.find(r);
+        const float v = it != f.wg_latest.end() ? it->second.first : *r;
+        const int j = i / 4, e = i % 4;
+        C[16 * w + g + (e >= 2 ? 8 : 0)][8 * j + 2 * q + (e & 1)] = x0.scale_d ? v : 0.f;
+      }
+    }
+    for (int t = 0; t < 128; ++t) {
+      const int w = t / 32, g = (t % 32) / 4, q = t % 4;
+      for (int i = 0; i < N / 2; ++i) {
+        const int j = i / 4, e = i % 4;
+        const int m = 16 * w + g + (e >= 2 ? 8 : 0), n = 8 * j + 2 * q + (e & 1);
+        float s = C[m][n];
+        for (int k = 0; k < 16; ++k) s += A[m][k] * B[k][n];
+        outs[t]->v[i] = s;
+      }
+    }
+  });
+  for (int i = 0; i < in.n / 2; ++i) {
+    float* r = in.d + i;
+    me.wg_open.push_back({r, out.v[i]});
+    auto& l = me.wg_latest[r];
+    l.first = out.v[i];
+    l.second++;
+    *r = __uint_as_float(0x7fffffffu);  // poison until the wait retires it
+  }
+}
+inline void wgmma_fence() { emu::self().wg_fenced = true; }
+inline void wgmma_commit() {
+  auto& f = emu::self();
+  f.wg_groups.push_back(std::move(f.wg_open));
+  f.wg_open.clear();
+}
+inline void wgmma_wait(int n) {
+  auto& f = emu::self();
+  while (static_cast<int>(f.wg_groups.size()) > n) {
+    for (auto& [r, v] : f.wg_groups.front()) {
+      *r = v;
+      const auto it = f.wg_latest.find(r);
+      if (--it->second.second == 0) f.wg_latest.erase(it);
+    }
+    f.wg_groups.erase(f.wg_groups.begin());
+  }
+  if (f.wg_groups.empty() && f.wg_open.empty()) f.wg_fenced = false;
+}
+inline void fence_proxy_async() {}
 
 inline uint16_t f2bf(float f) {
   uint32_t u = __float_as_uint(f);
