@@ -507,6 +507,52 @@ TEST(FamiliesDev, AttentionFamilySpaces) {
   }
 }
 
+// gqa_prefill_cuda's MMA and OVERLAP knobs: the wgmma points (MMA=1) exist on both GQA prefill
+// problems and only where that path applies (whole warpgroups, 64/128-key tiles, Q from shared
+// memory), OVERLAP=1 only with MMA=1 and a third stage, and every mma.sync point of the space before
+// the knobs is still there.
+TEST(FamiliesDev, GqaPrefillMmaPoints) {
+  for (const char* name : {"014_gqa_paged_prefill_causal_h32_kv4_d128_ps1", "016_gqa_ragged_prefill_causal_h32_kv4_d128"}) {
+    if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
+    const Problem p = load_problem(dev_problem(name));
+    const Family& f = shipped("gqa_prefill_cuda");
+    size_t wg = 0, sync = 0;
+    for (const auto& k : f.space(p)) {
+      if (k.at("MMA") == 0) {
+        EXPECT_EQ(k.at("OVERLAP"), 0) << knobs_str(k);
+        ++sync;
+        continue;
+      }
+      ++wg;
+      if (k.at("OVERLAP") == 1) EXPECT_GE(k.at("STAGES"), 3) << knobs_str(k);
+      EXPECT_EQ(k.at("WARPS") % 4, 0) << knobs_str(k);
+      EXPECT_TRUE(k.at("KV_TILE") == 64 || k.at("KV_TILE") == 128) << knobs_str(k);
+      EXPECT_EQ(k.at("Q_IN_SMEM"), 1) << knobs_str(k);
+    }
+    EXPECT_GE(wg, 24u) << name;
+    EXPECT_EQ(sync, 141u) << name;  // the mma.sync space as it was before the knob
+    Knobs k{{"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 0}};
+    EXPECT_TRUE(f.valid(k, p));
+    k["OVERLAP"] = 1;
+    EXPECT_FALSE(f.valid(k, p));  // P V one tile behind needs a third stage
+    k["STAGES"] = 3;
+    EXPECT_TRUE(f.valid(k, p));
+    k["MMA"] = 0;
+    EXPECT_FALSE(f.valid(k, p));  // OVERLAP is a wgmma-path knob
+    k["MMA"] = 1;
+    k["OVERLAP"] = 0;
+    k["STAGES"] = 2;
+    k["Q_IN_SMEM"] = 0;
+    EXPECT_FALSE(f.valid(k, p));  // the wgmma path reads Q through a descriptor
+    k["Q_IN_SMEM"] = 1;
+    k["KV_TILE"] = 32;
+    EXPECT_FALSE(f.valid(k, p));
+    k["KV_TILE"] = 128;
+    k["STAGES"] = 4;
+    EXPECT_FALSE(f.valid(k, p));  // 4 x 64 KB stages do not fit
+  }
+}
+
 TEST(FamiliesDev, GemmHopperSpaces) {
   if (!fs::exists(dev_problem(kGemmProblems[0]))) GTEST_SKIP() << "no dev problems";
   const Family& f = shipped("gemm_hopper_cuda");

@@ -46,6 +46,12 @@
 //                         1024-byte aligned). Needs WARPS % 4 == 0, head_dim 64 or 128, KV_TILE 64
 //                         or 128, Q_IN_SMEM 1; an MMA=1 build for a GPU without wgmma (device code
 //                         for an arch other than sm_90a) compiles but traps if called.
+//            KA_OVERLAP   MMA=1 only. 0: per tile, S wgmma, wait, softmax, P V wgmma, wait. 1: the P V
+//                         wgmma of tile t is issued with the S wgmma of tile t+1 and waited for only
+//                         after the softmax of tile t+1 (which waits for S alone), so the tensor cores
+//                         run P V while the warpgroup computes the softmax; P of tile t stays in
+//                         registers for a tile, and tile t's stage is refilled one tile later (loads
+//                         run STAGES-2 tiles ahead, so STAGES >= 3).
 //
 // Work decomposition. grid = (upper bound of query tiles, kv heads). The bound comes from shapes
 // only (ceil(total_q / QTILE) + batch + 1), so the host never reads the index arrays; each CTA
@@ -67,7 +73,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_PAGED) || \
     !defined(KA_MASKED_ROW_ZERO) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) ||        \
-    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST) || !defined(KA_MMA)
+    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_OVERLAP)
 #error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
@@ -86,6 +92,8 @@ constexpr int QT = M / G;                // query tokens per CTA tile
 constexpr int T = KA_KV_TILE;
 constexpr int STAGES = KA_STAGES;
 constexpr int MMA = KA_MMA;
+constexpr int PIPE = KA_OVERLAP;
+constexpr int AHEAD = STAGES - 1 - PIPE;  // tiles whose loads are in flight ahead of the one computed
 constexpr int ROWB = MMA ? 2 * D : 2 * D + 16;  // smem bytes per row (mma.sync: 16 B pad, conflict-free ldmatrix)
 constexpr int KCH = 2 * D / 16;          // 16-byte chunks per row
 constexpr int RPP = NT / KCH;            // rows per pass of all threads
@@ -111,6 +119,7 @@ static_assert(STAGES >= 2 && STAGES <= 8, "STAGES");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 static_assert(MMA == 0 || (W % 4 == 0 && (D == 64 || D == 128) && (T == 64 || T == 128) && KA_Q_IN_SMEM == 1),
               "MMA=1: WARPS % 4 == 0, head_dim 64 or 128, KV_TILE 64 or 128, Q_IN_SMEM 1");
+static_assert(PIPE == 0 || (MMA == 1 && STAGES >= 3), "OVERLAP=1: MMA=1 and STAGES >= 3");
 
 // Byte offset of 16-byte chunk c of row r in a shared tile of `rows` rows (see KA_MMA).
 __host__ __device__ constexpr int tile_off(int r, int c, int rows) {
@@ -550,16 +559,16 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   cp_async_commit();
   int idx[NR];
   {
-    int pre[STAGES - 1][NR];
+    int pre[AHEAD][NR];
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s)
+    for (int s = 0; s < AHEAD; ++s)
       if (s < ntiles) load_idx(s, pre[s]);
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < AHEAD; ++s) {
       if (s < ntiles) issue(s, pre[s]);
       cp_async_commit();
     }
-    if (STAGES - 1 < ntiles) load_idx(STAGES - 1, idx);
+    if (AHEAD < ntiles) load_idx(AHEAD, idx);
   }
 
   // ── per-warp state: rows r0 = lane/4 and r1 = r0+8 of the warp's 16 ──
@@ -576,13 +585,28 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 #endif
   // A-operand address of Q k-step kk for this lane (ldmatrix x4: matrices rows 0-7/8-15, k 0-7/8-15).
   const uint32_t q_base = smem_u32(qs_smem + (warp * 16 + (lane & 15)) * ROWB + (lane >> 4) * 16);
+#if KA_MMA
+  // O += P V for one tile: B = V rows 16kt .. 16kt+15 (2 groups of 8 rows, SBO 1024), N = D across
+  // the column blocks (LBO = T*128 bytes apart), MN-major; A = P from registers.
+  auto pv_issue = [&](const uint32_t(&pp)[NTT][2], const unsigned char* vsm) {
+    const uint32_t vb = smem_u32(vsm);
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) {
+      const uint32_t pa[4] = {pp[2 * kt][0], pp[2 * kt][1], pp[2 * kt + 1][0], pp[2 * kt + 1][1]};
+      wgmma_rs_tb<D>(o, pa, sw128_desc(vb + kt * 16 * 128, T * 128));
+    }
+  };
+#endif
+#if KA_OVERLAP
+  uint32_t pk_prev[NTT][2];  // P of the previous tile, whose P V is issued with the next S
+#endif
 
   for (int t = 0; t < ntiles; ++t) {
-    cp_async_wait_n<STAGES - 2>();
+    cp_async_wait_n<STAGES - 2 - PIPE>();
     if constexpr (MMA == 1) fence_proxy_async();  // this thread's copies, before wgmma reads them
     __syncthreads();  // tile t (and Q) landed for every thread; every warp is done with tile t-1
     {
-      const int u = t + STAGES - 1;
+      const int u = t + AHEAD;  // into the stage of tile t-1 (OVERLAP: t-2), which every warp is done with
       if (u < ntiles) issue(u % STAGES, idx);
       cp_async_commit();
       if (u + 1 < ntiles) load_idx(u + 1, idx);
@@ -610,7 +634,17 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
         wgmma_ss<T>(s, sw128_desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16),
                     sw128_desc(kb + (kk >> 2) * T * 128 + (kk & 3) * 32, 16));
       wgmma_commit();
+#if KA_OVERLAP
+      if (t > 0) {  // P V of tile t-1 behind S of tile t; wait for S only
+        pv_issue(pk_prev, stages + ((t - 1) % STAGES) * STAGE_BYTES + T * ROWB);
+        wgmma_commit();
+        wgmma_wait_n<1>();
+      } else {
+        wgmma_wait_n<0>();
+      }
+#else
       wgmma_wait_n<0>();
+#endif
       fence_operands(s);
     }
 #else
@@ -682,6 +716,12 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     l1 = l1 * a1 + ls1;
     e0 = e0 * a0 + es0;
     e1 = e1 * a1 + es1;
+#if KA_OVERLAP
+    if (t > 0) {  // P V of tile t-1 done: O may be rescaled
+      wgmma_wait_n<0>();
+      fence_operands(o);
+    }
+#endif
 #pragma unroll
     for (int n = 0; n < NTD; ++n) {
       o[n][0] *= a0;
@@ -690,21 +730,15 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
       o[n][3] *= a1;
     }
     // O += P V.
-#if KA_MMA
-    {
-      // B = V rows 16kt .. 16kt+15 (2 groups of 8 rows, SBO 1024), N = D across the column blocks
-      // (LBO = T*128 bytes apart), MN-major.
-      const uint32_t vb = smem_u32(vs);
-      wgmma_fence();
+#if KA_OVERLAP
 #pragma unroll
-      for (int kt = 0; kt < KT; ++kt) {
-        const uint32_t pa[4] = {pk[2 * kt][0], pk[2 * kt][1], pk[2 * kt + 1][0], pk[2 * kt + 1][1]};
-        wgmma_rs_tb<D>(o, pa, sw128_desc(vb + kt * 16 * 128, T * 128));
-      }
-      wgmma_commit();
-      wgmma_wait_n<0>();
-      fence_operands(o);
-    }
+    for (int j = 0; j < NTT; ++j) pk_prev[j][0] = pk[j][0], pk_prev[j][1] = pk[j][1];
+#elif KA_MMA
+    wgmma_fence();
+    pv_issue(pk, vs);
+    wgmma_commit();
+    wgmma_wait_n<0>();
+    fence_operands(o);
 #else
 #pragma unroll
     for (int kt = 0; kt < KT; ++kt) {
@@ -720,6 +754,13 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     }
 #endif
   }
+#if KA_OVERLAP
+  wgmma_fence();
+  pv_issue(pk_prev, stages + ((ntiles - 1) % STAGES) * STAGE_BYTES + T * ROWB);
+  wgmma_commit();
+  wgmma_wait_n<0>();
+  fence_operands(o);
+#endif
   cp_async_wait_n<0>();
 
   // ── epilogue: every warp owns whole rows ──
