@@ -51,7 +51,10 @@
 //                         after the softmax of tile t+1 (which waits for S alone), so the tensor cores
 //                         run P V while the warpgroup computes the softmax; P of tile t stays in
 //                         registers for a tile, and tile t's stage is refilled one tile later (loads
-//                         run STAGES-2 tiles ahead, so STAGES >= 3).
+//                         run STAGES-2 tiles ahead, so STAGES >= 3). Every iteration issues the same
+//                         wgmmas (tile 0's "previous" P V is zeros times a 16-row zero block in
+//                         shared memory): ptxas serializes the wgmmas of a loop that issues them
+//                         under a branch or whose P registers are defined before the loop.
 //
 // Work decomposition. grid = (upper bound of query tiles, kv heads). The bound comes from shapes
 // only (ceil(total_q / QTILE) + batch + 1), so the host never reads the index arrays; each CTA
@@ -108,7 +111,8 @@ constexpr int Q_BYTES = M * ROWB;
 constexpr int MAXB_SORT = 1024;
 constexpr int SORT_BYTES = KA_ORDER == 2 ? MAXB_SORT * 8 : 0;
 constexpr int ALIGN_SLACK = MMA ? 1024 : 0;  // the swizzled tiles start 1024-byte aligned
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + 16 + ALIGN_SLACK;
+constexpr int ZERO_BYTES = PIPE ? 16 * 2 * D : 0;  // OVERLAP: 16 rows of zeros, the B of the P V at tile 0
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES + 16 + ALIGN_SLACK;
 constexpr float kNegInf = -__builtin_huge_valf();
 
 static_assert(HQ % HKV == 0 && M % G == 0, "16*WARPS must be a multiple of the group size");
@@ -150,8 +154,8 @@ inline void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t d
 }
 template <int N>
 inline void wgmma_wait_n() { wgmma_wait(N); }
-template <int R, int C>
-inline void fence_operands(float (&)[R][C]) {}
+template <typename X, int R, int C>
+inline void fence_operands(X (&)[R][C]) {}
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
@@ -310,13 +314,21 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t
   if constexpr (N == 64) wgmma_rs_n64(d, a, db, 1);
   else wgmma_rs_n128(d, a, db, 1);
 }
-// Keeps the compiler from moving accesses of the accumulators across a wgmma wait.
+// Keeps the compiler from moving accesses of wgmma operands (accumulators, A fragments) across a
+// wgmma wait: the asm "redefines" them after the wait.
 template <int R, int C>
 __device__ __forceinline__ void fence_operands(float (&d)[R][C]) {
 #pragma unroll
   for (int i = 0; i < R; ++i)
 #pragma unroll
     for (int j = 0; j < C; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+}
+template <int R, int C>
+__device__ __forceinline__ void fence_operands(uint32_t (&d)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < C; ++j) asm volatile("" : "+r"(d[i][j])::"memory");
 }
 #endif  // KA_MMA
 #endif
@@ -437,6 +449,10 @@ __global__ void __launch_bounds__(NT) gqa_prefill_kernel(Params p) {
   unsigned char* const smem = smem_raw + ((AL - (smem_u32(smem_raw) & (AL - 1))) & (AL - 1));
   unsigned char* const qs_smem = smem + STAGES * STAGE_BYTES;
   const int tid = threadIdx.x, lane = tid & 31;
+#if KA_OVERLAP
+  for (int i = tid; i < ZERO_BYTES / 16; i += NT)  // the zero block (read by wgmma after a proxy fence)
+    reinterpret_cast<uint4*>(qs_smem + Q_BYTES + SORT_BYTES)[i] = make_uint4(0u, 0u, 0u, 0u);
+#endif
 
   // ── which tile ──
   const int* ord = nullptr;
@@ -588,22 +604,37 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 #if KA_MMA
   // O += P V for one tile: B = V rows 16kt .. 16kt+15 (2 groups of 8 rows, SBO 1024), N = D across
   // the column blocks (LBO = T*128 bytes apart), MN-major; A = P from registers.
-  auto pv_issue = [&](const uint32_t(&pp)[NTT][2], const unsigned char* vsm) {
+  // pa[kt]: the A fragment of k-step kt (keys 16kt .. 16kt+15), see to_frags.
+  auto pv_descs = [&](const unsigned char* vsm, uint64_t(&dv)[KT]) {
     const uint32_t vb = smem_u32(vsm);
 #pragma unroll
+    for (int kt = 0; kt < KT; ++kt) dv[kt] = sw128_desc(vb + kt * 16 * 128, T * 128);
+  };
+  auto pv_issue = [&](const uint32_t(&pa)[KT][4], const uint64_t(&dv)[KT]) {
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa[kt], dv[kt]);
+  };
+  // The S accumulator layout of two n8 blocks is the A fragment layout of one k16 step.
+  auto to_frags = [](const uint32_t(&pk)[NTT][2], uint32_t(&pa)[KT][4]) {
+#pragma unroll
     for (int kt = 0; kt < KT; ++kt) {
-      const uint32_t pa[4] = {pp[2 * kt][0], pp[2 * kt][1], pp[2 * kt + 1][0], pp[2 * kt + 1][1]};
-      wgmma_rs_tb<D>(o, pa, sw128_desc(vb + kt * 16 * 128, T * 128));
+      pa[kt][0] = pk[2 * kt][0];
+      pa[kt][1] = pk[2 * kt][1];
+      pa[kt][2] = pk[2 * kt + 1][0];
+      pa[kt][3] = pk[2 * kt + 1][1];
     }
   };
 #endif
 #if KA_OVERLAP
-  uint32_t pk_prev[NTT][2];  // P of the previous tile, whose P V is issued with the next S
+  const unsigned char* const zero_blk = qs_smem + Q_BYTES + SORT_BYTES;
+  uint32_t pa_prev[KT][4];  // P of the previous tile (A fragments), whose P V is issued with the next S
 #endif
 
   for (int t = 0; t < ntiles; ++t) {
     cp_async_wait_n<STAGES - 2 - PIPE>();
-    if constexpr (MMA == 1) fence_proxy_async();  // this thread's copies, before wgmma reads them
+#if KA_MMA
+    fence_proxy_async();  // this thread's copies, before wgmma reads them
+#endif
     __syncthreads();  // tile t (and Q) landed for every thread; every warp is done with tile t-1
     {
       const int u = t + AHEAD;  // into the stage of tile t-1 (OVERLAP: t-2), which every warp is done with
@@ -627,21 +658,38 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     {
       // Warpgroup warp/4 owns CTA rows 64*(warp/4) .. +63; k-step kk reads 16 columns: column block
       // kk/4, 32 bytes kk%4 into its 128-byte rows (the hardware applies the swizzle to the address).
+      // Every descriptor is computed before the fence, so that no other instruction defines a
+      // wgmma input between the wgmmas (ptxas would serialize them).
       const uint32_t qa = smem_u32(qs_smem) + (warp >> 2) * 64 * 128, kb = smem_u32(ks);
+      uint64_t dq[KSTEPS], dk[KSTEPS];
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; ++kk) {
+        dq[kk] = sw128_desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16);
+        dk[kk] = sw128_desc(kb + (kk >> 2) * T * 128 + (kk & 3) * 32, 16);
+      }
+#if KA_OVERLAP
+      // P V of tile t-1; at t = 0 a P of zeros times the zero block, so that every iteration issues
+      // the same wgmmas (ptxas serializes a pipelined loop whose wgmmas sit under a branch, or whose
+      // A registers are defined before the loop).
+      uint64_t dv[KT];
+      if (t > 0) {
+        pv_descs(stages + ((t - 1) % STAGES) * STAGE_BYTES + T * ROWB, dv);
+      } else {
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt) {
+          dv[kt] = sw128_desc(smem_u32(zero_blk), 16 * 128);
+          pa_prev[kt][0] = pa_prev[kt][1] = pa_prev[kt][2] = pa_prev[kt][3] = 0u;
+        }
+      }
+#endif
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < KSTEPS; ++kk)
-        wgmma_ss<T>(s, sw128_desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16),
-                    sw128_desc(kb + (kk >> 2) * T * 128 + (kk & 3) * 32, 16));
+      for (int kk = 0; kk < KSTEPS; ++kk) wgmma_ss<T>(s, dq[kk], dk[kk]);
       wgmma_commit();
 #if KA_OVERLAP
-      if (t > 0) {  // P V of tile t-1 behind S of tile t; wait for S only
-        pv_issue(pk_prev, stages + ((t - 1) % STAGES) * STAGE_BYTES + T * ROWB);
-        wgmma_commit();
-        wgmma_wait_n<1>();
-      } else {
-        wgmma_wait_n<0>();
-      }
+      pv_issue(pa_prev, dv);  // behind S of tile t; wait for S only
+      wgmma_commit();
+      wgmma_wait_n<1>();
 #else
       wgmma_wait_n<0>();
 #endif
@@ -717,10 +765,9 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     e0 = e0 * a0 + es0;
     e1 = e1 * a1 + es1;
 #if KA_OVERLAP
-    if (t > 0) {  // P V of tile t-1 done: O may be rescaled
-      wgmma_wait_n<0>();
-      fence_operands(o);
-    }
+    wgmma_wait_n<0>();  // P V of tile t-1 done: O may be rescaled, pa_prev rewritten
+    fence_operands(o);
+    fence_operands(pa_prev);
 #endif
 #pragma unroll
     for (int n = 0; n < NTD; ++n) {
@@ -732,10 +779,16 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     // O += P V.
 #if KA_OVERLAP
 #pragma unroll
-    for (int j = 0; j < NTT; ++j) pk_prev[j][0] = pk[j][0], pk_prev[j][1] = pk[j][1];
+    to_frags(pk, pa_prev);
 #elif KA_MMA
-    wgmma_fence();
-    pv_issue(pk, vs);
+    {
+      uint32_t pa[KT][4];
+      uint64_t dv[KT];
+      to_frags(pk, pa);
+      pv_descs(vs, dv);
+      wgmma_fence();
+      pv_issue(pa, dv);
+    }
     wgmma_commit();
     wgmma_wait_n<0>();
     fence_operands(o);
@@ -755,8 +808,12 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 #endif
   }
 #if KA_OVERLAP
-  wgmma_fence();
-  pv_issue(pk_prev, stages + ((ntiles - 1) % STAGES) * STAGE_BYTES + T * ROWB);
+  {
+    uint64_t dv[KT];
+    pv_descs(stages + ((ntiles - 1) % STAGES) * STAGE_BYTES + T * ROWB, dv);
+    wgmma_fence();
+    pv_issue(pa_prev, dv);
+  }
   wgmma_commit();
   wgmma_wait_n<0>();
   fence_operands(o);
