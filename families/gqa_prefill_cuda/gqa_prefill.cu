@@ -333,6 +333,7 @@ __device__ __forceinline__ void fence_operands(uint32_t (&d)[R][C]) {
 #endif  // KA_MMA
 #endif
 
+#if KA_MMA
 // Shared-memory matrix descriptor for a 128-byte-swizzled operand (PTX ISA "Matrix Descriptor"):
 // start address, leading byte offset lbo (K-major: unused, 16; MN-major: between 64-element column
 // blocks), stride byte offset 1024 (between groups of 8 rows), swizzle mode 1 (128 B).
@@ -340,6 +341,7 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
   return static_cast<uint64_t>((addr & 0x3ffffu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3fffu) << 16) |
          (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
 }
+#endif
 
 __device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
@@ -603,8 +605,8 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   const uint32_t q_base = smem_u32(qs_smem + (warp * 16 + (lane & 15)) * ROWB + (lane >> 4) * 16);
 #if KA_MMA
   // O += P V for one tile: B = V rows 16kt .. 16kt+15 (2 groups of 8 rows, SBO 1024), N = D across
-  // the column blocks (LBO = T*128 bytes apart), MN-major; A = P from registers.
-  // pa[kt]: the A fragment of k-step kt (keys 16kt .. 16kt+15), see to_frags.
+  // the column blocks (LBO = T*128 bytes apart), MN-major; A = P from registers, pa[kt] the
+  // fragment of k-step kt (keys 16kt .. 16kt+15, see to_frags).
   auto pv_descs = [&](const unsigned char* vsm, uint64_t(&dv)[KT]) {
     const uint32_t vb = smem_u32(vsm);
 #pragma unroll
