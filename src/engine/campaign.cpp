@@ -5,6 +5,7 @@
 #include "engine/campaign.h"
 
 #include <signal.h>
+#include <time.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -40,12 +41,25 @@ using Clock = std::chrono::steady_clock;
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 // SIGTERM (e.g. from `timeout`) ends a campaign gracefully: no new proposals, the candidates in
-// flight are judged and recorded, the outputs and the report are written. A second SIGTERM
-// terminates at once (the default action; the store loses nothing either way).
+// flight are judged and recorded, the outputs and the report are written. A second SIGTERM more
+// than kTermGrace after the first terminates at once (the default action; the store loses nothing
+// either way); one sooner is the same request: `timeout` signals its child and then the child's
+// whole process group, so the campaign gets two SIGTERMs microseconds apart.
 std::atomic<bool> g_terminate{false};
+std::atomic<int64_t> g_first_term_ns{0};
+constexpr int64_t kTermGraceNs = 2'000'000'000;
 extern "C" void on_sigterm(int) {
-  g_terminate.store(true);
-  ::signal(SIGTERM, SIG_DFL);
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  const int64_t now = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  if (!g_terminate.exchange(true)) {
+    g_first_term_ns.store(now);
+    return;
+  }
+  if (now - g_first_term_ns.load() > kTermGraceNs) {
+    ::signal(SIGTERM, SIG_DFL);
+    ::raise(SIGTERM);  // delivered when the handler returns
+  }
 }
 
 // A tiny fixed-size thread pool for builds. Jobs still queued when it is destroyed are dropped
@@ -319,6 +333,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
   const int depth = opt.depth > 0 ? opt.depth : std::max(std::min(jobs, 4), nrun > 1 ? 2 * nrun : 1);
   const bool tty = ::isatty(2);
   g_terminate.store(false);
+  g_first_term_ns.store(0);
   struct sigaction sa{}, old_sa{};
   sa.sa_handler = on_sigterm;
   sigemptyset(&sa.sa_mask);
