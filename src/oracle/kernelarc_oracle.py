@@ -16,7 +16,8 @@ For each job it finds the workload UUID in DIR/workload.jsonl, generates the inp
 SOL-ExecBench's harness does (docs/sol-execbench-rules.md sections 2 and 3), runs the
 definition's reference, and writes into OUTDIR:
 
-* ``inputs.safetensors``    every definition input, by name (scalars as 0-D tensors);
+* ``inputs.safetensors``    every definition input, by name (scalars as 0-D tensors), except
+                            large random ones (see "Regenerated inputs" below);
 * ``reference.safetensors`` every definition output, by name, as the reference returned it;
 * ``meta.json``             versions, seeds, dtypes/shapes, optional reference timing;
 * ``error.json``            instead of meta.json when the job failed: {"stage", "message"}.
@@ -64,7 +65,8 @@ Deliberate deviations from upstream (NVIDIA SOL-ExecBench, HEAD 8d2237d)
   deterministic per job (see "Seeding"), all inputs are drawn every time in definition order
   whether stored or not, so ``regen`` reproduces the bytes exactly on the same torch version and
   device; on another the hash check fails. The mutation check below compares a regenerated
-  input's hash instead of the file.
+  input's hash instead of the file. Cost per loaded set: one Python start (~2 s, torch import)
+  plus drawing every input again (a 512 MiB bfloat16 input: ~7 s on a 2-core CPU).
 * Timing uses fresh clones of the job's inputs for every call instead of upstream's shifting
   memory pool (a new 256-byte-shifted view per call); on CUDA the GPU span of each call is
   taken from a torch.profiler (Kineto/CUPTI) trace instead of cupti-python.
