@@ -32,9 +32,10 @@ double quantile(const std::vector<double>& sorted, double q) {
 }
 
 
-// Loads an oracle entry into definition order; the reference stays here, in the judge.
+// Loads an oracle entry into definition order (regenerating the inputs the oracle did not
+// store); the reference stays here, in the judge.
 InputSet load_set(const Problem& p, const Oracle& oracle, const OracleEntry& e) {
-  SafeTensors in = oracle.load(e, "inputs.safetensors");
+  SafeTensors in = oracle.load_inputs(p, e);
   SafeTensors ref = oracle.load(e, "reference.safetensors");
   InputSet s;
   for (const auto& t : p.def.inputs) {
@@ -52,6 +53,13 @@ InputSet load_set(const Problem& p, const Oracle& oracle, const OracleEntry& e) 
   return s;
 }
 
+size_t set_bytes(const InputSet& s) {
+  size_t n = 0;
+  for (const auto& t : s.inputs) n += t.data.size();
+  for (const auto& t : s.outputs) n += t.data.size();
+  return n;
+}
+
 std::vector<CallArg> call_args(const InputSet& s) {
   std::vector<CallArg> a;
   for (const auto& t : s.inputs) a.push_back({&t, false});
@@ -66,8 +74,9 @@ json tolerance_json(const Tolerance& t) {
 
 // Reads the reply of one check call. A set kept in the worker comes back compared there
 // ("input_written" or "compare"); a set sent whole comes back as bytes (outputs, then the inputs
-// as they were after the call), compared here. Returns false (and fills w) on any failure.
-bool check_reply(const WorkerReply& r, const Problem& p, const InputSet& s, const Tolerance& tol, WorkloadEval& w,
+// as they were after the call), compared here against `sent`, the set sent with the call (null
+// when the worker kept it). Returns false (and fills w) on any failure.
+bool check_reply(const WorkerReply& r, const Problem& p, const InputSet* sent, const Tolerance& tol, WorkloadEval& w,
                  const char* when) {
   if (!r.ok) {
     w.verdict = r.verdict;
@@ -94,8 +103,10 @@ bool check_reply(const WorkerReply& r, const Problem& p, const InputSet& s, cons
       x.reason = c.value("reason", "");
       results.push_back(std::move(x));
     }
-    if (results.size() != s.outputs.size()) throw std::runtime_error("worker reply lists the wrong number of outputs");
+    if (results.size() != p.def.outputs.size()) throw std::runtime_error("worker reply lists the wrong number of outputs");
   } else {
+    if (!sent) throw std::runtime_error("worker replied with outputs for a set it keeps");
+    const InputSet& s = *sent;
     size_t off = 0;
     std::vector<Tensor> outs;
     for (const auto& ref : s.outputs) {
@@ -195,23 +206,45 @@ void JudgeSession::prepare() {
   prepared_ = true;
 }
 
-const InputSet& JudgeSession::set(size_t i) {
-  if (!sets_[i]) sets_[i] = std::make_unique<InputSet>(load_set(p_, oracle_, entries_[i]));
-  return *sets_[i];
+size_t JudgeSession::host_set_bytes() const {
+  size_t n = 0;
+  for (const auto& s : sets_)
+    if (s) n += set_bytes(*s);
+  return n;
 }
 
-WorkerReply JudgeSession::run_set(size_t i, const std::string& mode, json extra) {
+void JudgeSession::remember(size_t i, const std::shared_ptr<const InputSet>& s) {
+  if (sets_[i] || (opt_.keep_sets && !unkept_.count(i))) return;  // the worker's copy is the one kept
+  if (host_set_bytes() + set_bytes(*s) <= opt_.host_sets_bytes) sets_[i] = s;
+}
+
+std::shared_ptr<const InputSet> JudgeSession::set(size_t i) {
+  if (sets_[i]) return sets_[i];
+  auto s = std::make_shared<const InputSet>(load_set(p_, oracle_, entries_[i]));
+  remember(i, s);
+  return s;
+}
+
+WorkerReply JudgeSession::run_set(size_t i, const std::string& mode, json extra, std::shared_ptr<const InputSet>* sent) {
   WorkerClient& worker = *worker_;
   // A reply from a dead worker has no header.
   auto flag = [](const WorkerReply& r, const char* key) { return r.header.is_object() && r.header.value(key, false); };
-  if (!opt_.keep_sets || unkept_.count(i)) return worker.run(mode, call_args(set(i)), std::move(extra), opt_.timeout);
+  auto send_whole = [&](std::shared_ptr<const InputSet> s) {
+    if (!s) s = set(i);
+    if (sent) *sent = s;
+    return worker.run(mode, call_args(*s), std::move(extra), opt_.timeout);
+  };
+  if (!opt_.keep_sets || unkept_.count(i)) return send_whole(nullptr);
   json kept = extra;
   kept["set"] = i;
   WorkerReply r = worker.run_kept(mode, kept, opt_.timeout);
   if (r.ok || !flag(r, "missing_set")) return r;
-  // A fresh worker (the first call, or after a crash): send the set once, then run again.
-  WorkerReply put = worker.put(static_cast<int64_t>(i), call_args(set(i)), std::max(opt_.timeout, std::chrono::milliseconds(600000)));
+  // A fresh worker (the first call, or after a crash): send the set once, then run again. The
+  // host copy lives only for this call: the worker holds it from now on.
+  std::shared_ptr<const InputSet> s = set(i);
+  WorkerReply put = worker.put(static_cast<int64_t>(i), call_args(*s), std::max(opt_.timeout, std::chrono::milliseconds(600000)));
   if (put.ok) {
+    sets_[i].reset();
     r = worker.run_kept(mode, kept, opt_.timeout);
     if (r.ok || !flag(r, "missing_set")) return r;
   } else if (!flag(put, "no_room")) {
@@ -219,7 +252,8 @@ WorkerReply JudgeSession::run_set(size_t i, const std::string& mode, json extra)
   }
   spdlog::debug("input set {} is not kept in the worker ({}); it is sent with every call", i, put.message);
   unkept_.insert(i);
-  return worker.run(mode, call_args(set(i)), std::move(extra), opt_.timeout);
+  remember(i, s);
+  return send_whole(s);
 }
 
 CandidateEval JudgeSession::evaluate(const Candidate& c) {
@@ -279,9 +313,10 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
     }
     if (auto ms = first.reference_ms()) w.reference_us = *ms * 1000.0;
     if (auto ms = first.compile_ms()) w.compile_us = *ms * 1000.0;
-    const InputSet& s1 = set(2 * k);
     const json tol = {{"tolerance", tolerance_json(wl.tolerance)}};
-    if (!check_reply(run_set(2 * k, "check", tol), p, s1, wl.tolerance, w, "check")) {
+    std::shared_ptr<const InputSet> sent;  // the set, when it was sent with the call (compared here)
+    WorkerReply r1 = run_set(2 * k, "check", tol, &sent);
+    if (!check_reply(r1, p, sent.get(), wl.tolerance, w, "check")) {
       ev.workloads.push_back(std::move(w));
       continue;
     }
@@ -306,14 +341,16 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
       }
       w.timing = best;
     }
-    const InputSet& s2 = set(2 * k + 1);
-    if (!check_reply(run_set(2 * k + 1, "check", tol), p, s2, wl.tolerance, w, "re-check on fresh inputs after timing")) {
+    sent.reset();
+    WorkerReply r2 = run_set(2 * k + 1, "check", tol, &sent);
+    if (!check_reply(r2, p, sent.get(), wl.tolerance, w, "re-check on fresh inputs after timing")) {
       ev.workloads.push_back(std::move(w));
       continue;
     }
     ev.workloads.push_back(std::move(w));
   }
   ev.worker_restarts = worker.restarts() - restarts_before;
+  ev.host_set_bytes = host_set_bytes();
   return ev;
 }
 

@@ -2,7 +2,9 @@
 // a worker process: poisoned outputs, correctness against the oracle's reference (which stays in
 // the judge), bit-identical inputs, SOL-ExecBench timing (warm-up, L2 flush, CUPTI span, median,
 // repeated while the spread is too wide), and a second correctness check on a fresh input set after
-// timing. Every outcome is a typed verdict; the evaluator survives any candidate.
+// timing. Every outcome is a typed verdict; the evaluator survives any candidate. Host RAM: a
+// set the worker keeps is dropped here once sent; only sets sent with every call are cached, up
+// to EvalOptions::host_sets_bytes (the large attention/MoE sets are tens of GB per problem).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -33,6 +35,9 @@ struct EvalOptions {
   bool time_reference = true;
   bool time_compile = false;                   // also time torch.compile of the reference (SOL baseline)
   bool keep_sets = true;                       // keep input sets in the worker (sent once per worker process)
+  // Host RAM for input sets sent with every call (the worker had no room, or !keep_sets): kept
+  // while their total stays under this, else loaded (and regenerated) again for each call.
+  size_t host_sets_bytes = size_t{8} << 30;
   std::filesystem::path log_dir;               // worker logs
 };
 
@@ -61,6 +66,7 @@ struct CandidateEval {
   BuildResult build;
   std::vector<WorkloadEval> workloads;
   int worker_restarts = 0;
+  size_t host_set_bytes = 0;  // input-set bytes held in the judge's RAM when judging ended (diagnostics)
 };
 
 TimingStats summarize(std::vector<double> samples_us);
@@ -85,6 +91,9 @@ class JudgeSession {
   // Judges a candidate built already (e.g. by a build pool).
   CandidateEval judge(const Candidate& c, const BuildResult& build);
   const EvalOptions& options() const { return opt_; }
+  // Bytes of input sets (inputs + reference outputs) held in this process's RAM now: for tests
+  // and diagnostics. Sets the worker keeps are not held here.
+  size_t host_set_bytes() const;
 
  private:
   const Problem& p_;
@@ -93,14 +102,20 @@ class JudgeSession {
   EvalOptions opt_;
   std::unique_ptr<WorkerClient> worker_;
   std::vector<OracleEntry> entries_;                 // 2 per workload: check set, fresh set
-  std::vector<std::unique_ptr<InputSet>> sets_;      // loaded lazily, parallel to entries_
+  // Host copies, parallel to entries_: only of sets sent with every call, within
+  // opt_.host_sets_bytes; a set the worker keeps is loaded for its put and then dropped.
+  std::vector<std::shared_ptr<const InputSet>> sets_;
   std::set<size_t> unkept_;                          // sets the worker had no room to keep
   bool prepared_ = false;
   void prepare();
-  const InputSet& set(size_t i);
+  // Set i: the host copy if held, else loaded from the oracle's entry (regenerating inputs).
+  std::shared_ptr<const InputSet> set(size_t i);
+  void remember(size_t i, const std::shared_ptr<const InputSet>& s);  // hold it, if policy allows
   // One call on set i (mode "check" or "time"), through the worker's copy of the set when it
-  // keeps one (sent once per worker process), else with the set's bytes.
-  WorkerReply run_set(size_t i, const std::string& mode, nlohmann::json extra);
+  // keeps one (sent once per worker process), else with the set's bytes; then *sent (if given)
+  // is the set that was sent, which the reply's outputs are compared against.
+  WorkerReply run_set(size_t i, const std::string& mode, nlohmann::json extra,
+                      std::shared_ptr<const InputSet>* sent = nullptr);
 };
 
 CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,

@@ -15,6 +15,8 @@
 #include <map>
 #include <thread>
 
+#include <fmt/ranges.h>
+
 #include "util/error.h"
 #include "util/files.h"
 #include "util/hash.h"
@@ -261,7 +263,10 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
   return out;
 }
 
-SafeTensors Oracle::load(const OracleEntry& e, const std::string& file) const {
+namespace {
+
+// The bytes of one file of an entry, after checking them against the entry's manifest.
+std::vector<std::byte> checked_bytes(const OracleEntry& e, const std::string& file) {
   json manifest = json::parse(read_text(e.dir / "manifest.json"), nullptr, false);
   if (!manifest.is_object() || !manifest["files"].contains(file))
     user_error("{}: oracle cache entry has no valid manifest; delete the folder to rebuild it", e.dir.string());
@@ -271,7 +276,61 @@ SafeTensors Oracle::load(const OracleEntry& e, const std::string& file) const {
   if (got != want)
     user_error("{}: cached {} fails its hash check (was {}, now {}); delete the folder to rebuild it",
                e.dir.string(), file, want.substr(0, 12), got.substr(0, 12));
-  return parse_safetensors(bytes, (e.dir / file).string());
+  return bytes;
+}
+
+}  // namespace
+
+SafeTensors Oracle::load(const OracleEntry& e, const std::string& file) const {
+  return parse_safetensors(checked_bytes(e, file), (e.dir / file).string());
+}
+
+SafeTensors Oracle::load_inputs(const Problem& p, const OracleEntry& e) const {
+  SafeTensors st = load(e, "inputs.safetensors");
+  auto mbytes = checked_bytes(e, "meta.json");  // the recorded hashes are trusted only if meta.json is intact
+  json meta = json::parse(std::string_view(reinterpret_cast<const char*>(mbytes.data()), mbytes.size()), nullptr, false);
+  if (!meta.is_object() || !meta["inputs"].is_object())
+    user_error("{}: oracle entry's meta.json has no inputs; delete the folder to rebuild it", e.dir.string());
+  std::vector<std::string> names;
+  for (const auto& [name, m] : meta["inputs"].items())
+    if (m.is_object() && m.value("regenerate", false)) names.push_back(name);
+  if (names.empty()) return st;
+  // One Python start per set: the oracle draws every input of the job again (no reference run)
+  // and writes the named ones into a folder of its own under the cache root, read and deleted here.
+  fs::path work = make_temp_dir((root_ / "regen-").string());
+  std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "regen",
+                               "--problem", fs::absolute(p.dir).string(), "--device", device_, "--job",
+                               fmt::format("{}:{}:{}", meta.value("uuid", ""), meta.value("seed", uint64_t{0}), work.string()),
+                               "--inputs", fmt::format("{}", fmt::join(names, ","))};
+  const auto limit = std::chrono::milliseconds(static_cast<int64_t>(std::max(1.0, time_limit_s_) * 1000));
+  RunResult rr = run_command(cmd, limit);
+  SafeTensors got;
+  try {
+    if (!rr.ok()) {
+      auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
+      user_error("{}: regenerating input(s) {} failed ({}): {}", e.dir.string(), fmt::join(names, ", "),
+                 rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code), last);
+    }
+    got = read_safetensors(work / "inputs.safetensors");
+  } catch (...) {
+    fs::remove_all(work);
+    throw;
+  }
+  fs::remove_all(work);
+  for (const auto& name : names) {
+    auto it = got.tensors.find(name);
+    if (it == got.tensors.end()) user_error("{}: the oracle's regen did not produce input '{}'", e.dir.string(), name);
+    const Tensor& t = it->second;
+    const json& m = meta["inputs"][name];
+    std::string h = sha256_hex(std::string_view(reinterpret_cast<const char*>(t.data.data()), t.data.size()));
+    if (h != m.value("sha256", "") || t.shape != m.value("shape", std::vector<int64_t>{}))
+      user_error("{}: regenerated input '{}' does not match the one the reference ran on (SHA-256 {} recorded, {} "
+                 "now): input generation is not deterministic on this machine (torch version or device changed "
+                 "since the entry was written?); delete the folder to rebuild it",
+                 e.dir.string(), name, m.value("sha256", "?").substr(0, 12), h.substr(0, 12));
+    st.tensors[name] = std::move(it->second);
+  }
+  return st;
 }
 
 }  // namespace ka

@@ -2,7 +2,9 @@
 // the Python oracle (kernelarc_oracle.py, a subprocess: the only Python in the loop) to build the
 // inputs and the reference outputs, and keeps them in a content-addressed, read-only cache keyed by
 // (definition hash, workload, its blobs, seed, oracle version, device). Every file's SHA-256 is
-// recorded when the entry is written and checked again before every use.
+// recorded when the entry is written and checked again before every use. Random inputs above a
+// size threshold are not stored but regenerated (deterministically, hash-checked) on load:
+// load_inputs().
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -50,6 +52,13 @@ class Oracle {
   std::vector<nlohmann::json> count(const Problem& p, const std::vector<const Workload*>& workloads);
   // Loads a file of an entry after checking its hash against the manifest (UserError if not).
   SafeTensors load(const OracleEntry& e, const std::string& file) const;
+  // The entry's complete input set: the stored inputs (load(e, "inputs.safetensors")) plus the
+  // ones meta.json marks "regenerate" (random inputs above the oracle's KERNELARC_ORACLE_REGEN_BYTES,
+  // not stored), rebuilt by the oracle's `regen` command in a temporary folder under the cache
+  // root (deleted once read) and each checked against its recorded SHA-256 (UserError naming the
+  // input if not: generation was not deterministic here). Costs one Python start (torch import,
+  // seconds) plus the generation, per call that has regenerated inputs.
+  SafeTensors load_inputs(const Problem& p, const OracleEntry& e) const;
   std::string key(const Problem& p, const Workload& w, uint64_t seed) const;
   static std::string version();
   // Wall-clock seconds one oracle run (one problem) may spend compiling and timing torch.compile;
