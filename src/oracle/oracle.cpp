@@ -34,6 +34,11 @@ std::string python() {
   return "python3";
 }
 
+// The last lines of a failed oracle run's output, as one line for an error message.
+std::string output_tail(const RunResult& rr) {
+  return one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
+}
+
 void make_read_only(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) ::chmod(e.path().c_str(), 0444);
   ::chmod(dir.c_str(), 0555);
@@ -124,14 +129,13 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     spdlog::info("oracle: {}/{} {} {} in {:.1f} s", done, missing.size(), j.value("uuid", std::string("?")).substr(0, 8),
                  j.value("ok", false) ? "done" : "failed", j.value("seconds", 0.0));
   };
-  const auto limit = std::chrono::milliseconds(static_cast<int64_t>(std::max(1.0, time_limit_s_) * 1000));
-  RunResult rr = run_command(cmd, limit, {}, progress);
+  RunResult rr = run_command(cmd, time_limit(), {}, progress);
   // An oracle that stops early (time limit, crash) keeps the jobs it finished: each job's
   // meta.json (or error.json) is written last and atomically, so a job folder that has one is
   // complete; the others get an error naming why the oracle stopped.
   std::string stopped;
   if (!rr.ok()) {
-    auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
+    auto last = output_tail(rr);
     if (rr.exit_code == 2 && !rr.timed_out && rr.signal == 0) {
       fs::remove_all(work);
       user_error("oracle: {}", last);
@@ -237,7 +241,7 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
     RunResult rr = f.get();
     if (!rr.ok()) {
       std::string why = rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code);
-      auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
+      auto last = output_tail(rr);
       if (rr.exit_code == 2) user_error("oracle: {}", last);
       throw std::runtime_error(fmt::format("the Python oracle's count failed ({}): {}", why, last));
     }
@@ -302,12 +306,11 @@ SafeTensors Oracle::load_inputs(const Problem& p, const OracleEntry& e) const {
                                "--problem", fs::absolute(p.dir).string(), "--device", device_, "--job",
                                fmt::format("{}:{}:{}", meta.value("uuid", ""), meta.value("seed", uint64_t{0}), work.string()),
                                "--inputs", fmt::format("{}", fmt::join(names, ","))};
-  const auto limit = std::chrono::milliseconds(static_cast<int64_t>(std::max(1.0, time_limit_s_) * 1000));
-  RunResult rr = run_command(cmd, limit);
+  RunResult rr = run_command(cmd, time_limit());
   SafeTensors got;
   try {
     if (!rr.ok()) {
-      auto last = one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
+      auto last = output_tail(rr);
       user_error("{}: regenerating input(s) {} failed ({}): {}", e.dir.string(), fmt::join(names, ", "),
                  rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code), last);
     }

@@ -8,6 +8,8 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -71,6 +73,9 @@ class Oracle {
  private:
   double compile_budget_s_ = 240;
   double time_limit_s_ = 3600;
+  std::chrono::milliseconds time_limit() const {
+    return std::chrono::milliseconds(static_cast<int64_t>(std::max(1.0, time_limit_s_) * 1000));
+  }
   std::string device_;
   std::filesystem::path root_;
 };
