@@ -2,7 +2,8 @@
 # GPU check of the paged-decode attention families (families/gqa_decode_cuda, families/mla_decode_cuda)
 # on the H200, from the repo root after scripts/device-pack.sh (carry .dev and .data):
 #   1. device facts: nvidia-smi, copy bandwidth (bench/copy_bandwidth.py);
-#   2. self-test outside the judge (bench/attention_selftest.py --mode cuda): two points per family on
+#   2. self-test outside the judge (bench/attention_selftest.py --mode cuda): points per family (PTS_GQA,
+#      PTS_MLA: two each by default; an empty list skips the family; CASES picks the cases) on
 #      the synthetic corner cases (empty sequences, chunk edges, one-token sequences, ...) and on every
 #      workload of 012 and 018 (real kv_indptr/kv_indices, random q/k/v drawn on the GPU), with
 #      L2-flushed timing and the effective KV bandwidth;
@@ -40,16 +41,18 @@ python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
 COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])" 2>/dev/null || echo 4.2)
 
 # ── 2. self-test outside the judge ──────────────────────────────────────────────────────────────
-GQA_A=WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0
-GQA_B=WARPS=4,TILE=64,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=256
-MLA_A=WARPS=4,TILE=32,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=256
-MLA_B=WARPS=8,TILE=32,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=0
-timeout ${SELFTEST_TIMEOUT:-150} python3 bench/attention_selftest.py --mode cuda --family gqa --knobs "$GQA_A" --knobs "$GQA_B" \
-  --cases both --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-attn-selftest >"$OUT/selftest_gqa.txt" 2>&1
-echo "exit $?" >>"$OUT/selftest_gqa.txt"
-timeout ${SELFTEST_TIMEOUT:-150} python3 bench/attention_selftest.py --mode cuda --family mla --knobs "$MLA_A" --knobs "$MLA_B" \
-  --cases both --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-attn-selftest >"$OUT/selftest_mla.txt" 2>&1
-echo "exit $?" >>"$OUT/selftest_mla.txt"
+# PTS_GQA / PTS_MLA: space-separated knob lists (two points each by default); CASES: synthetic |
+# workloads | both (default both).
+PTS_GQA=${PTS_GQA:-"WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0 WARPS=4,TILE=64,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=256"}
+PTS_MLA=${PTS_MLA:-"WARPS=4,TILE=32,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=256 WARPS=8,TILE=32,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=0"}
+knob_args() { for k in $1; do printf -- '--knobs %s ' "$k"; done; }
+for fam in gqa mla; do
+  [[ $fam == gqa ]] && pts=$PTS_GQA || pts=$PTS_MLA
+  [[ -z $pts ]] && continue
+  timeout ${SELFTEST_TIMEOUT:-150} python3 bench/attention_selftest.py --mode cuda --family $fam $(knob_args "$pts") \
+    --cases ${CASES:-both} --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-attn-selftest >"$OUT/selftest_$fam.txt" 2>&1
+  echo "exit $?" >>"$OUT/selftest_$fam.txt"
+done
 T1=$(date +%s)
 
 # ── 3. campaigns on staged workload subsets ─────────────────────────────────────────────────────
