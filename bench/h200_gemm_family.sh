@@ -193,6 +193,9 @@ if [[ ${BUILD_ONLY:-0} == 1 ]]; then cat "$OUT/compile.txt" "$OUT/notes.txt" 2>/
 
 # 2. Self-test, one process per point: the PERSIST=1 and SMALL_WG=2 points first (the newest
 #    kernels, never yet run on a GPU; a run cut short by DEADLINE skips the last labels).
+# Seconds kept back per point for what follows: the campaign's share, or only a hang's worth (--hang-s)
+# when there is no campaign (BUDGET=0).
+RESERVE=$(( ${BUDGET:-16} > 0 ? 150 : 30 ))
 is_new() { [[ ${PT[$1]:-} == *PERSIST=1* || ${PT[$1]:-} == *SMALL_WG=2* ]]; }
 RUN_ORDER=$(for l in $LABELS; do is_new "$l" && echo "$l"; done
             for l in $LABELS; do is_new "$l" || echo "$l"; done)
@@ -201,7 +204,7 @@ for l in $RUN_ORDER; do
     echo "ROW $l - 0 0 0 NOT_BUILT 0 0 0 0" >"$OUT/selftest_$l.txt"
     continue
   fi
-  if (($(left) < 150)); then
+  if (($(left) < RESERVE)); then
     echo "ROW $l - 0 0 0 SKIPPED_NO_TIME 0 0 0 0" >"$OUT/selftest_$l.txt"
     continue
   fi
@@ -210,7 +213,7 @@ for l in $RUN_ORDER; do
   echo "exit $?" >>"$OUT/selftest_$l.txt"
 done
 l=p07_sn64_sk32
-if [[ -f $W/pts/$l/candidate.so && -x $W/selftest ]] && (($(left) > 120)); then
+if [[ -f $W/pts/$l/candidate.so && -x $W/selftest ]] && (($(left) > RESERVE - 10)); then
   timeout 60 "$W/selftest" --lib "$W/pts/$l/candidate.so" --label "misaligned_$l" --misaligned --hang-s 15 \
     >"$OUT/selftest_misaligned.txt" 2>&1
   echo "exit $?" >>"$OUT/selftest_misaligned.txt"
@@ -218,7 +221,7 @@ fi
 
 # C alone 4-byte (not 16-byte) aligned: the persistent kernel's direct-store fallback (no TMA store).
 for l in p11_p1_bn256_s4_sn32_r1 p12_pc2_bn256_s4_sn256_r1; do
-  if [[ -f $W/pts/$l/candidate.so && -x $W/selftest ]] && (($(left) > 140)); then
+  if [[ -f $W/pts/$l/candidate.so && -x $W/selftest ]] && (($(left) > RESERVE - 10)); then
     timeout 60 "$W/selftest" --lib "$W/pts/$l/candidate.so" --label "coff2_$l" --c-offset 2 --reps 0 \
       --ms 13,200,1024,4097 --hang-s 15 >"$OUT/selftest_coff2_$l.txt" 2>&1
     echo "exit $?" >>"$OUT/selftest_coff2_$l.txt"
