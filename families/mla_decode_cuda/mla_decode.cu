@@ -81,7 +81,8 @@ constexpr int NTT = T / 8;              // S n-tiles (8 tokens)
 constexpr int KT = T / 16;              // P·V k-steps (16 tokens)
 constexpr int STAGE_BYTES = T * ROWB;
 constexpr int SX_BYTES = W * NTT * 32 * 16;  // partial scores, [W][NTT][32 lanes] float4
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SX_BYTES + 16;
+constexpr int IDX_BYTES = STAGES * T * 4;  // ring of page ids, one tile per slot (see the loads)
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SX_BYTES + 16 + IDX_BYTES;
 constexpr float kNegInf = -__builtin_huge_valf();
 
 static_assert(H == 16, "num_qo_heads must be 16 (the rows of an mma tile)");
@@ -118,6 +119,9 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 }
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -238,6 +242,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   unsigned char* const stages = smem;
   float4* const sx = reinterpret_cast<float4*>(smem + STAGES * STAGE_BYTES);  // [W][NTT][32]
   int* const flag = reinterpret_cast<int*>(smem + STAGES * STAGE_BYTES + SX_BYTES);
+  int* const idx_ring = flag + 4;  // [STAGES][T]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int unit = blockIdx.x;
@@ -257,13 +262,29 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   // Loads: thread tid copies ckv chunk (tid % CCH) of rows tid/CCH + i*RPP, and the kpe chunk of
   // the same index when tid % CCH < PCH; a warp covers 512 contiguous bytes of a row.
   const int lcol = tid % CCH, lrow = tid / CCH;
+  // The page ids travel one pipeline depth ahead of their tile through idx_ring, as in
+  // gqa_decode_cuda (see there): the group of tile u also brings the ids of tile u + STAGES-1.
+  auto clamp_page = [&](int r) { return imin(imax(r, 0), p.num_pages - 1); };
   auto load_idx = [&](int tile, int (&idx)[NR]) {
 #pragma unroll
     for (int i = 0; i < NR; ++i) {
       const int pos = cs + tile * T + lrow + i * RPP;
-      int r = -1;
-      if (pos < ce) r = imin(imax(__ldg(p.indices + pos), 0), p.num_pages - 1);
-      idx[i] = r;
+      idx[i] = pos < ce ? clamp_page(__ldg(p.indices + pos)) : -1;
+    }
+  };
+  auto ring_idx = [&](int tile, int (&idx)[NR]) {
+    const int* slot = idx_ring + (tile % STAGES) * T;
+#pragma unroll
+    for (int i = 0; i < NR; ++i) {
+      const int row = lrow + i * RPP;
+      idx[i] = cs + tile * T + row < ce ? clamp_page(slot[row]) : -1;
+    }
+  };
+  auto prefetch_idx = [&](int tile) {  // T <= NT: one id per thread
+    if (tid < T && tile * T < ce - cs) {
+      const int pos = cs + tile * T + tid;
+      const bool ok = pos < ce;
+      cp_async_4(smem_u32(idx_ring + (tile % STAGES) * T + tid), p.indices + (ok ? pos : 0), ok ? 4 : 0);
     }
   };
   auto issue = [&](int stage, const int (&idx)[NR]) {
@@ -288,9 +309,9 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < ntiles) issue(s, pre[s]);
+      prefetch_idx(s + STAGES - 1);
       cp_async_commit();
     }
-    if (STAGES - 1 < ntiles) load_idx(STAGES - 1, idx);
   }
 
   const bool first_chunk = seq_mode || unit == 0;
@@ -531,9 +552,12 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     __syncthreads();  // tile t landed for every thread; every warp is done with tile t-1
     {
       const int u = t + STAGES - 1;
-      if (u < ntiles) issue(u % STAGES, idx);
+      if (u < ntiles) {
+        ring_idx(u, idx);
+        issue(u % STAGES, idx);
+      }
+      prefetch_idx(u + STAGES - 1);
       cp_async_commit();
-      if (u + 1 < ntiles) load_idx(u + 1, idx);
     }
     const int ts = cs + t * T, te = imin(ts + T, ce);
     const int stage = t % STAGES;

@@ -81,7 +81,8 @@ inline int env_int(const char* name, int dflt) {
 struct Copy {
   uint32_t dst;
   const void* src;
-  int src_bytes;  // 16 or 0 (zero fill)
+  int src_bytes;  // size or 0 (zero fill)
+  int size = 16;  // 16 or 4 bytes
 };
 
 enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4 };
@@ -153,7 +154,7 @@ inline void fiber_entry() {
     // when a stage is read afterwards; the kernels here always wait before leaving.
     for (auto& g : f.groups)
       for (auto& cp : g)
-        if (cp.src_bytes) std::memcpy(&c->smem[cp.dst], cp.src, 16);
+        if (cp.src_bytes) std::memcpy(&c->smem[cp.dst], cp.src, cp.size);
   }
   if (!f.wg_open.empty() || !f.wg_groups.empty()) fail("a thread exited with wgmma.mma_async results in flight (no wgmma.wait_group)");
   f.state = kDone;
@@ -430,7 +431,14 @@ inline void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   if (src_bytes != 0 && src_bytes != 16) emu::fail("cp.async src size other than 0 or 16");
   if (src_bytes && (reinterpret_cast<uintptr_t>(src) % 16)) emu::fail("cp.async from a misaligned global address");
   std::memset(&emu::smem_base()[dst], 0xFF, 16);  // poison until the group retires
-  emu::self().open.push_back({dst, src, src_bytes});
+  emu::self().open.push_back({dst, src, src_bytes, 16});
+}
+inline void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
+  emu::check_smem(dst, 4, 4);
+  if (src_bytes != 0 && src_bytes != 4) emu::fail("cp.async (4 bytes) src size other than 0 or 4");
+  if (src_bytes && (reinterpret_cast<uintptr_t>(src) % 4)) emu::fail("cp.async from a misaligned global address");
+  std::memset(&emu::smem_base()[dst], 0xFF, 4);  // poison until the group retires
+  emu::self().open.push_back({dst, src, src_bytes, 4});
 }
 inline void cp_async_commit() {
   auto& f = emu::self();
@@ -441,8 +449,8 @@ inline void cp_async_wait(int n) {
   auto& f = emu::self();
   while (static_cast<int>(f.groups.size()) > n) {
     for (auto& cp : f.groups.front()) {
-      if (cp.src_bytes) std::memcpy(&emu::smem_base()[cp.dst], cp.src, 16);
-      else std::memset(&emu::smem_base()[cp.dst], 0, 16);
+      if (cp.src_bytes) std::memcpy(&emu::smem_base()[cp.dst], cp.src, cp.size);
+      else std::memset(&emu::smem_base()[cp.dst], 0, cp.size);
     }
     f.groups.erase(f.groups.begin());
   }
