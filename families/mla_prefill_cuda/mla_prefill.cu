@@ -1,6 +1,7 @@
 // mla_prefill.cu — KernelArc family mla_prefill_cuda: batched causal MLA prefill with absorbed
 // weights over a paged cache with page size 1 (FlashInfer-Bench mla_paged_prefill_causal_*_ps1),
-// bf16 in and out, fp32 accumulation, on tensor cores (mma.sync m16n8k16 bf16, ldmatrix).
+// bf16 in and out, fp32 accumulation, on tensor cores: mma.sync m16n8k16 bf16 with ldmatrix (KA_MMA
+// 0, any sm_80+ GPU) or Hopper warpgroup MMA, wgmma.mma_async m64nNk16 (KA_MMA 1, sm_90a).
 //
 // Semantics (the definition's reference):
 //   sequence b: queries qo_indptr[b] .. qo_indptr[b+1), keys = pages kv_indices[kv_indptr[b] ..
@@ -25,8 +26,52 @@
 //                         by decreasing work (as in gqa_prefill_cuda)
 //            KA_PERSIST   0: one CTA per possible query tile; 1: SMs x occupancy persistent CTAs
 //                         stride over the tiles (as in gqa_prefill_cuda)
+//            KA_MMA       0: mma.sync, the three phases below (any QTOK / WARPS / KV_TILE / STAGES
+//                         up to 3 that fit). 1: wgmma (sm_90a; an MMA=1 build for another arch
+//                         compiles, its device code traps), QTOK 4: M = 64 rows = 4 tokens x 16
+//                         heads, one wgmma M. O is 64 x 512 fp32, 256 registers per thread of a
+//                         warpgroup, so the output dims are split over two warpgroups (256 each, one
+//                         m64n256k16 per k-step); S = Q K^T (64 x T over 576 dims) belongs to one
+//                         warpgroup, which also does the softmax and hands P (bf16) and the row
+//                         rescale factors to the other(s) through shared memory. Tiles are stored
+//                         unpadded in the 128-byte swizzle layout the descriptors name (as in
+//                         gqa_prefill_cuda): R rows of D bf16 are D/64 column blocks of R x 128
+//                         bytes, 16-byte chunk c of row r at block c/8, byte r*128 + ((c%8)^(r%8))*16,
+//                         blocks 1024-byte aligned; a K/V stage is 9 blocks (8 ckv, 1 kpe). S: A = Q,
+//                         B = the K rows, both K-major; P V: B = the ckv blocks of the same stage,
+//                         MN-major (transpose bit), N = 256 across 4 blocks (LBO = T*128).
+//              WARPS 8 (KV_TILE 64, STAGES 2: Q 72 KB + 2 x 72 KB stages + P 8 KB): per tile,
+//                         warpgroup 0 computes S (36 m64n64k16, A and B from shared memory) and
+//                         the softmax, keeps P as A fragments for its own O += P V (dims 0-255, A
+//                         from registers) and writes P (swizzled, K-major) and the rescale factors
+//                         to shared memory; after a CTA barrier warpgroup 1 adds P V for dims
+//                         256-511 with A = P from shared memory. Warpgroup 1 issues the loads (it
+//                         is idle during S). Loads run one tile ahead; nothing overlaps the softmax
+//                         (a third 72 KB stage does not fit next to Q).
+//              WARPS 12 (KV_TILE 32, STAGES 3-6, PERSIST 0): Q's ckv part leaves shared memory:
+//                         warpgroup 0 holds it as wgmma A fragments (32 k-steps x 4 registers) for
+//                         the whole query tile and computes S(t) (32 m64n32k16 with A from registers,
+//                         the 4 kpe k-steps with A = Q's kpe part from shared memory) and the
+//                         softmax; warpgroups 1 and 2 issue the loads and own O dims 0-255 and
+//                         256-511 (A = P from shared memory). Registers are rebalanced with
+//                         setmaxnreg (168 per thread at launch: 184 for warpgroup 0, 160 for the O
+//                         warpgroups). P(t) goes into the kpe block of tile t's own stage (S(t) was
+//                         its last reader; the stage is refilled only after P V(t)), 32-key rows of
+//                         64 bytes in the 64-byte swizzle layout; the rescale factors alternate
+//                         between two buffers. Per tile two CTA barriers: A(t) (tile t landed, P
+//                         V(t-2) done): S(t) alone on the tensor cores while the O warpgroups issue
+//                         the loads of tile t+STAGES-2 into the stage of tile t-2; B(t) (S(t) done,
+//                         P(t-1) written): warpgroup 0 computes the softmax of tile t and writes
+//                         P(t), while the O warpgroups rescale and add P(t-1) V(t-1) on the tensor
+//                         cores. KV_TILE 64 would need ~210 registers in warpgroup 0 (it spills at
+//                         184) and PERSIST 1 spills too, so both are left out.
+//              Both wgmma schedules issue every wgmma batch after a wgmma.fence with its A fragments
+//              and accumulators already defined, and wait for it (wait_group 0) before leaving the
+//              branch that issued it, so ptxas does not serialize them; cp.async and st.shared
+//              writes are followed by fence.proxy.async before the barrier that publishes them to
+//              wgmma.
 //
-// Per K/V tile, three phases separated by CTA barriers (the rows are too wide, 576 for Q·K and 512
+// Per K/V tile of the mma.sync path (KA_MMA 0), three phases separated by CTA barriers (the rows are too wide, 576 for Q·K and 512
 // for P·V, for one warp to own whole rows of S and O in registers):
 //   S   warp w computes S for m-tile w % QTOK and keys [(w / QTOK) * KW, +KW) over all 576 dims
 //       (Q and K from shared memory by ldmatrix), scaled to base 2, into an fp32 S tile in smem;
@@ -229,7 +274,8 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #define KA_WGMMA_D_8_15 KA_WGMMA_D4(8), KA_WGMMA_D4(9), KA_WGMMA_D4(10), KA_WGMMA_D4(11), KA_WGMMA_D4(12), KA_WGMMA_D4(13), KA_WGMMA_D4(14), KA_WGMMA_D4(15)
 #define KA_WGMMA_D_16_23 KA_WGMMA_D4(16), KA_WGMMA_D4(17), KA_WGMMA_D4(18), KA_WGMMA_D4(19), KA_WGMMA_D4(20), KA_WGMMA_D4(21), KA_WGMMA_D4(22), KA_WGMMA_D4(23)
 #define KA_WGMMA_D_24_31 KA_WGMMA_D4(24), KA_WGMMA_D4(25), KA_WGMMA_D4(26), KA_WGMMA_D4(27), KA_WGMMA_D4(28), KA_WGMMA_D4(29), KA_WGMMA_D4(30), KA_WGMMA_D4(31)
-__device__ __forceinline__ void wgmma_ss_n32(float (&d)[4][4], uint64_t da, uint64_t db, int scale_d) {
+// The raw wrappers, one per shape (a build uses some of them).
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n32(float (&d)[4][4], uint64_t da, uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
@@ -238,7 +284,7 @@ __device__ __forceinline__ void wgmma_ss_n32(float (&d)[4][4], uint64_t da, uint
       : KA_WGMMA_D4(0), KA_WGMMA_D4(1), KA_WGMMA_D4(2), KA_WGMMA_D4(3)
       : "l"(da), "l"(db), "r"(scale_d));
 }
-__device__ __forceinline__ void wgmma_rs_n32(float (&d)[4][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_n32(float (&d)[4][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
@@ -247,7 +293,7 @@ __device__ __forceinline__ void wgmma_rs_n32(float (&d)[4][4], const uint32_t (&
       : KA_WGMMA_D4(0), KA_WGMMA_D4(1), KA_WGMMA_D4(2), KA_WGMMA_D4(3)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
-__device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int scale_d) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -256,7 +302,7 @@ __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint
       : KA_WGMMA_D_0_7
       : "l"(da), "l"(db), "r"(scale_d));
 }
-__device__ __forceinline__ void wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -265,7 +311,7 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[8][4], const uint32_t (&
       : KA_WGMMA_D_0_7
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
-__device__ __forceinline__ void wgmma_rs_tb_n256(float (&d)[32][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_tb_n256(float (&d)[32][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
@@ -274,7 +320,7 @@ __device__ __forceinline__ void wgmma_rs_tb_n256(float (&d)[32][4], const uint32
       : KA_WGMMA_D_0_7, KA_WGMMA_D_8_15, KA_WGMMA_D_16_23, KA_WGMMA_D_24_31
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
-__device__ __forceinline__ void wgmma_ss_tb_n256(float (&d)[32][4], uint64_t da, uint64_t db, int scale_d) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_tb_n256(float (&d)[32][4], uint64_t da, uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
@@ -294,12 +340,12 @@ template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {}
 template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {}
-__device__ __forceinline__ void wgmma_rs_n64(float (&)[8][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
-__device__ __forceinline__ void wgmma_ss_n32(float (&)[4][4], uint64_t, uint64_t, int) { __trap(); }
-__device__ __forceinline__ void wgmma_rs_n32(float (&)[4][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
-__device__ __forceinline__ void wgmma_ss_n64(float (&)[8][4], uint64_t, uint64_t, int) { __trap(); }
-__device__ __forceinline__ void wgmma_rs_tb_n256(float (&)[32][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
-__device__ __forceinline__ void wgmma_ss_tb_n256(float (&)[32][4], uint64_t, uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_n64(float (&)[8][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n32(float (&)[4][4], uint64_t, uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_n32(float (&)[4][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n64(float (&)[8][4], uint64_t, uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_tb_n256(float (&)[32][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_tb_n256(float (&)[32][4], uint64_t, uint64_t, int) { __trap(); }
 #endif
 // S (+)= A B with A and B from descriptors, both K-major.
 template <int N>
@@ -323,7 +369,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&
 }
 // A CTA barrier for code where the warpgroups run different branches (barrier.sync without
 // .aligned: the warps need not reach the same instruction); barrier 1, every thread.
-__device__ __forceinline__ void cta_bar() { asm volatile("barrier.sync 1, %0;\n" ::"n"(NT) : "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void cta_bar() { asm volatile("barrier.sync 1, %0;\n" ::"n"(NT) : "memory"); }
 // O += A B with A from registers and B from a descriptor, MN-major (transpose bit set).
 template <int N>
 __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
@@ -359,7 +405,7 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
 }
 // The same for a 64-byte-swizzled K-major operand whose rows are 64 bytes (P of a 32-key tile):
 // stride byte offset 512 (8 rows), swizzle mode 2 (64 B).
-__device__ __forceinline__ uint64_t sw64_desc(uint32_t addr) {
+[[maybe_unused]] __device__ __forceinline__ uint64_t sw64_desc(uint32_t addr) {
   return static_cast<uint64_t>((addr & 0x3ffffu) >> 4) | (static_cast<uint64_t>(1) << 16) |
          (static_cast<uint64_t>(512 >> 4) << 32) | (2ull << 62);
 }
@@ -763,11 +809,12 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
 // computes S(t) = Q K(t)^T (32 k-steps from registers, the 4 kpe ones with A from shared memory)
 // and the softmax; warpgroups 1 and 2 issue the loads and add P(t-1) V(t-1) for O dims [0, 256)
 // and [256, 512), P from shared memory. P(t) goes into the kpe column block of tile t's stage (read
-// only by S(t), refilled only after P(t) V(t)). Per iteration t, two CTA barriers:
-//   A(t)  tile t landed; P V(t-2) done.  wg0: P(t-1), alpha(t-1) to shared memory; S(t) (alone on
-//         the tensor cores).  wg1-2: loads of tile t+1 into the stage of tile t-2.
-//   B(t)  S(t) done; P(t-1) ready.  wg0: softmax(t) (registers).  wg1-2: O = O alpha(t-1) +
-//         P(t-1) V(t-1), while warpgroup 0 computes the softmax; then wait for tile t+1.
+// only by S(t), refilled only after P V(t)). Per iteration t (0 .. ntiles), two CTA barriers:
+//   A(t)  tile t landed; P V(t-2) done.  wg0: S(t) (alone on the tensor cores).  wg1-2: loads of
+//         tile t+AH (AH = STAGES-2) into the stage of tile t-2.
+//   B(t)  S(t) done; P(t-1) and alpha(t-1) written.  wg0: softmax(t), P(t) and alpha(t) to shared
+//         memory.  wg1-2: O = O alpha(t-1) + P(t-1) V(t-1) on the tensor cores meanwhile; then wait
+//         for tile t+1.
 __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem, int k0, int kl, int delta, int i0,
                                             int nq, int kv_hi, int ntiles, int nomask, int64_t row0) {
   constexpr int NB = DC / 2;        // O dims per O warpgroup (one wgmma N)
