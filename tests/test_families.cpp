@@ -614,7 +614,8 @@ TEST(FamiliesDev, MlaPrefillMmaPoints) {
 
 // Three wgmma points of mla_prefill_cuda (both schedules) compile for sm_90a with the judge's nvcc
 // flags without spills or ptxas performance warnings (serialized wgmma, ignored setmaxnreg, injected
-// warpgroup.arrive), and an MMA=1 point still compiles for sm_80 (its device code traps there).
+// warpgroup.arrive), the 3-warpgroup ones at the 168 registers its setmaxnreg split assumes, and an
+// MMA=1 point still compiles for sm_80 (its device code traps there).
 // Skipped without nvcc.
 TEST(FamiliesDev, MlaPrefillWgmmaCompilesWithNvcc) {
   LOAD_DEV(p, "019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1");
@@ -650,6 +651,9 @@ TEST(FamiliesDev, MlaPrefillWgmmaCompilesWithNvcc) {
     EXPECT_FALSE(has(r.output, "Potential Performance Loss")) << knobs_str(k) << "\n" << r.output;
     EXPECT_FALSE(has(r.output, "warpgroup.arrive is injected")) << knobs_str(k) << "\n" << r.output;
     EXPECT_FALSE(has(r.output, "warning")) << knobs_str(k) << "\n" << r.output;
+    // The 3-warpgroup schedule rebalances 168 registers per thread with setmaxnreg (184 + 2 x 160):
+    // a kernel compiled to fewer would leave warpgroup 0's setmaxnreg.inc waiting forever.
+    if (k.at("WARPS") == 12) EXPECT_TRUE(has(r.output, "Used 168 registers")) << knobs_str(k) << "\n" << r.output;
   }
 }
 

@@ -142,6 +142,10 @@ constexpr int WG_Q_BYTES = M * 2 * DQ;
 constexpr int WG_P_BYTES = M * T * 2;
 constexpr int MAXB_SORT_W = 256;
 constexpr bool WG3 = MMA && W == 12;  // the pipelined 3-warpgroup schedule
+// WARPS 12: registers per thread at launch (__launch_bounds__(384, 1): 65536 / 384 rounded down to
+// a multiple of 8), which the setmaxnreg split of tile_wgmma3 redistributes; the host checks that
+// the kernel was compiled to exactly this many (with fewer, setmaxnreg.inc would wait forever).
+constexpr int REGS_LAUNCH = 168;
 // After the stages: WARPS 8: Q [64 x DQ] | P bf16 [64 x T]; WARPS 12: the kpe part of Q [64 x DP]
 // (the ckv part lives in registers, P in the kpe block of its tile's stage).
 constexpr int WG_ALPHA_OFF = STAGES * WG_STAGE_BYTES + (WG3 ? M * 2 * DP : WG_Q_BYTES + WG_P_BYTES);
@@ -827,9 +831,10 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
   constexpr int PBLK = KCC / 8;     // the kpe column block of a stage (P goes there)
   constexpr int PROW = 2 * T;       // bytes per P row (swizzle 128 B for 64 keys, 64 B for 32)
   constexpr int AH = STAGES - 2;    // tiles whose loads are in flight ahead of the one computed
-  // Registers per thread: 168 at launch (384 threads, 64K registers); warpgroup 0 (Q fragments, S)
-  // takes 184, the O warpgroups 160 (184 + 2 x 160 = 3 x 168).
-  constexpr int REGS_LAUNCH = 168, REGS_S = 184, REGS_O = 160;
+  // Registers per thread: REGS_LAUNCH at launch; warpgroup 0 (Q fragments, S) takes 184, the O
+  // warpgroups 160 (184 + 2 x 160 = 3 x 168).
+  constexpr int REGS_S = 184, REGS_O = 160;
+  static_assert(REGS_S + 2 * REGS_O == 3 * REGS_LAUNCH, "setmaxnreg split");
   unsigned char* const stages = smem;
   unsigned char* const qpe_smem = stages + STAGES * WG_STAGE_BYTES;
   float* const alpha_smem = reinterpret_cast<float*>(qpe_smem + M * 2 * DP);
@@ -1271,6 +1276,7 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
 bool g_init = false;
+bool g_regs_ok = true;  // WARPS 12: the kernel has REGS_LAUNCH registers per thread
 int g_sms = 132, g_occ = 1;
 
 }  // namespace
@@ -1292,6 +1298,12 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
     int occ = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mla_prefill_kernel, NT, KERNEL_SMEM);
     g_occ = occ > 0 ? occ : 1;
+#ifndef KA_EMULATE
+    if constexpr (WG3) {
+      cudaFuncAttributes fa{};
+      g_regs_ok = cudaFuncGetAttributes(&fa, mla_prefill_kernel) == cudaSuccess && fa.numRegs == REGS_LAUNCH;
+    }
+#endif
     g_init = true;
   }
   Params p{};
@@ -1312,5 +1324,6 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   p.tiles = static_cast<int>(tiles);
   int64_t ctas = tiles;
   if (KA_PERSIST != 0 && ctas > static_cast<int64_t>(g_sms) * g_occ) ctas = static_cast<int64_t>(g_sms) * g_occ;
+  if (!g_regs_ok) return;  // a build whose setmaxnreg split cannot hold: outputs left unwritten, not a hang
   KA_LAUNCH(mla_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), KERNEL_SMEM, p);
 }
