@@ -4,7 +4,8 @@
 # scripts/device-pack.sh (carry .dev and .data):
 #   1. device facts (nvidia-smi);
 #   2. self-test outside the judge (bench/attention_selftest.py --mode cuda): points per family
-#      (PTS_GQA: four wgmma points (MMA=1) and two mma.sync ones; PTS_MLA: two; space-separated
+#      (PTS_GQA: four wgmma points (MMA=1) and two mma.sync ones; PTS_MLA: three wgmma points and
+#      the two mma.sync ones; space-separated
 #      knob lists; PTS_MLA= (empty) skips the MLA self-test; SELFTEST_TIMEOUT per family, default
 #      240 s; CASES = synthetic | workloads | both, ONLY = comma list of case names) on the synthetic corner cases (qo_len = 1,
 #      qo_len = kv_len, qo_len < kv_len and > kv_len, empty sequences, tile edges, leading rows) and on
@@ -46,7 +47,10 @@ W019=${W019:-0,7,16,19,20,28}
 # softmax; the same without the overlap; 1 warpgroup, 2 CTAs per SM; 2 warpgroups on 128-key tiles),
 # then two mma.sync points as the in-run baseline.
 PTS_GQA=${PTS_GQA:-"WARPS=8,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=1 WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=4,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=4,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=0 WARPS=8,KV_TILE=32,STAGES=4,ORDER=1,Q_IN_SMEM=1"}
-PTS_MLA=${PTS_MLA-"QTOK=2,WARPS=4,KV_TILE=32,STAGES=3,ORDER=2 QTOK=4,WARPS=8,KV_TILE=32,STAGES=2,ORDER=1"}
+# MLA: the wgmma points first (MMA=1: 3 warpgroups, Q's ckv part in registers, 32-key tiles in 6 or 4
+# stages, P V overlapping the softmax; 2 warpgroups on 64-key tiles in 2 stages, no overlap), then
+# the two mma.sync points of the earlier runs as the in-run baseline.
+PTS_MLA=${PTS_MLA-"QTOK=4,WARPS=12,KV_TILE=32,STAGES=6,ORDER=2,PERSIST=0,MMA=1 QTOK=4,WARPS=12,KV_TILE=32,STAGES=4,ORDER=2,PERSIST=0,MMA=1 QTOK=4,WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,PERSIST=0,MMA=1 QTOK=2,WARPS=4,KV_TILE=32,STAGES=3,ORDER=2 QTOK=4,WARPS=8,KV_TILE=32,STAGES=2,ORDER=1"}
 CAMP=${CAMP:-/tmp/ka-prefill-camp}
 STAGE=${TMPDIR:-/tmp}/ka-prefill-problems
 T0=$(date +%s)

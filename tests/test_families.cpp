@@ -553,6 +553,110 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
   }
 }
 
+// mla_prefill_cuda's MMA knob on 019: the mma.sync space is what it was before the knob (72 points,
+// none with WARPS 12 or more than 3 stages), and the wgmma points (MMA=1) are exactly the two
+// schedules: 2 warpgroups on 64-key tiles in 2 stages (Q stays in shared memory, so a third 72 KB
+// stage does not fit), and 3 warpgroups on 32-key tiles in 3-6 stages, not persistent (Q's ckv part
+// in registers; 64-key tiles and the persistent loop spill there); QTOK 4 (64 rows, one wgmma M).
+TEST(FamiliesDev, MlaPrefillMmaPoints) {
+  const char* name = "019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1";
+  if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
+  const Problem p = load_problem(dev_problem(name));
+  const Family& f = shipped("mla_prefill_cuda");
+  size_t wg2 = 0, wg3 = 0, sync = 0;
+  for (const auto& k : f.space(p)) {
+    if (k.at("MMA") == 0) {
+      EXPECT_LE(k.at("WARPS"), 8) << knobs_str(k);
+      EXPECT_LE(k.at("STAGES"), 3) << knobs_str(k);
+      ++sync;
+      continue;
+    }
+    EXPECT_EQ(k.at("QTOK"), 4) << knobs_str(k);
+    if (k.at("WARPS") == 8) {
+      ++wg2;
+      EXPECT_EQ(k.at("KV_TILE"), 64) << knobs_str(k);
+      EXPECT_EQ(k.at("STAGES"), 2) << knobs_str(k);
+    } else {
+      ++wg3;
+      EXPECT_EQ(k.at("WARPS"), 12) << knobs_str(k);
+      EXPECT_EQ(k.at("KV_TILE"), 32) << knobs_str(k);
+      EXPECT_GE(k.at("STAGES"), 3) << knobs_str(k);
+      EXPECT_EQ(k.at("PERSIST"), 0) << knobs_str(k);
+    }
+  }
+  EXPECT_EQ(sync, 72u);  // the mma.sync space as it was before the knob
+  EXPECT_EQ(wg2, 6u);    // ORDER x PERSIST
+  EXPECT_EQ(wg3, 12u);   // STAGES 3-6 x ORDER
+  Knobs k{{"QTOK", 4}, {"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"PERSIST", 1}, {"MMA", 1}};
+  EXPECT_TRUE(f.valid(k, p));
+  k["STAGES"] = 3;
+  EXPECT_FALSE(f.valid(k, p));  // Q + 3 x 72 KB stages do not fit
+  k["STAGES"] = 2;
+  k["QTOK"] = 2;
+  EXPECT_FALSE(f.valid(k, p));  // 32 rows: less than one wgmma M
+  k["QTOK"] = 4;
+  k["MMA"] = 0;
+  EXPECT_FALSE(f.valid(k, p));  // the mma.sync path's shared memory (fp32 S tile) does not fit here
+  k = {{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 6}, {"ORDER", 2}, {"PERSIST", 0}, {"MMA", 1}};
+  EXPECT_TRUE(f.valid(k, p));
+  k["STAGES"] = 2;
+  EXPECT_FALSE(f.valid(k, p));  // Q's ckv part is staged in the last two stages
+  k["STAGES"] = 3;
+  k["KV_TILE"] = 64;
+  EXPECT_FALSE(f.valid(k, p));  // warpgroup 0 spills with 64-key tiles
+  k["KV_TILE"] = 32;
+  k["PERSIST"] = 1;
+  EXPECT_FALSE(f.valid(k, p));
+  k["PERSIST"] = 0;
+  k["MMA"] = 0;
+  EXPECT_FALSE(f.valid(k, p));  // 12 warps is a wgmma-path value
+}
+
+// Three wgmma points of mla_prefill_cuda (both schedules) compile for sm_90a with the judge's nvcc
+// flags without spills or ptxas performance warnings (serialized wgmma, ignored setmaxnreg, injected
+// warpgroup.arrive), the 3-warpgroup ones at the 168 registers its setmaxnreg split assumes, and an
+// MMA=1 point still compiles for sm_80 (its device code traps there).
+// Skipped without nvcc.
+TEST(FamiliesDev, MlaPrefillWgmmaCompilesWithNvcc) {
+  LOAD_DEV(p, "019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1");
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
+  const Family& f = shipped("mla_prefill_cuda");
+  const std::vector<std::pair<Knobs, std::string>> cases{
+      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 6}, {"ORDER", 2}, {"PERSIST", 0}, {"MMA", 1}},
+       "-gencode=arch=compute_90a,code=sm_90a"},
+      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 3}, {"ORDER", 0}, {"PERSIST", 0}, {"MMA", 1}},
+       "-gencode=arch=compute_90a,code=sm_90a"},
+      {{{"QTOK", 4}, {"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"PERSIST", 1}, {"MMA", 1}},
+       "-gencode=arch=compute_90a,code=sm_90a"},
+      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 4}, {"ORDER", 1}, {"PERSIST", 0}, {"MMA", 1}},
+       "-gencode=arch=compute_80,code=sm_80"},
+  };
+  for (const auto& [k, arch] : cases) {
+    ASSERT_TRUE(f.valid(k, p)) << knobs_str(k);
+    Candidate c = f.instantiate(k, p);
+    TempDir t;
+    write_atomic(t.path / c.entry_file, c.sources[0].content);
+    write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
+    RunResult r = run_command({nvcc.string(), arch, "-Xptxas", "-v", "-O3", "-D__CUDA_NO_HALF_OPERATORS__",
+                               "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                               "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", "-shared",
+                               "-Xcompiler", "-fPIC", "-I" + t.path.string(),
+                               "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
+                               (t.path / "tramp.cu").string()},
+                              std::chrono::minutes(5));
+    EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
+    if (arch.find("90a") == std::string::npos) continue;
+    EXPECT_TRUE(has(r.output, " 0 bytes stack frame, 0 bytes spill stores")) << knobs_str(k) << "\n" << r.output;
+    EXPECT_FALSE(has(r.output, "Potential Performance Loss")) << knobs_str(k) << "\n" << r.output;
+    EXPECT_FALSE(has(r.output, "warpgroup.arrive is injected")) << knobs_str(k) << "\n" << r.output;
+    EXPECT_FALSE(has(r.output, "warning")) << knobs_str(k) << "\n" << r.output;
+    // The 3-warpgroup schedule rebalances 168 registers per thread with setmaxnreg (184 + 2 x 160):
+    // a kernel compiled to fewer would leave warpgroup 0's setmaxnreg.inc waiting forever.
+    if (k.at("WARPS") == 12) EXPECT_TRUE(has(r.output, "Used 168 registers")) << knobs_str(k) << "\n" << r.output;
+  }
+}
+
 TEST(FamiliesDev, GemmHopperSpaces) {
   if (!fs::exists(dev_problem(kGemmProblems[0]))) GTEST_SKIP() << "no dev problems";
   const Family& f = shipped("gemm_hopper_cuda");

@@ -1,6 +1,7 @@
 // mla_prefill.cu — KernelArc family mla_prefill_cuda: batched causal MLA prefill with absorbed
 // weights over a paged cache with page size 1 (FlashInfer-Bench mla_paged_prefill_causal_*_ps1),
-// bf16 in and out, fp32 accumulation, on tensor cores (mma.sync m16n8k16 bf16, ldmatrix).
+// bf16 in and out, fp32 accumulation, on tensor cores: mma.sync m16n8k16 bf16 with ldmatrix (KA_MMA
+// 0, any sm_80+ GPU) or Hopper warpgroup MMA, wgmma.mma_async m64nNk16 (KA_MMA 1, sm_90a).
 //
 // Semantics (the definition's reference):
 //   sequence b: queries qo_indptr[b] .. qo_indptr[b+1), keys = pages kv_indices[kv_indptr[b] ..
@@ -25,8 +26,52 @@
 //                         by decreasing work (as in gqa_prefill_cuda)
 //            KA_PERSIST   0: one CTA per possible query tile; 1: SMs x occupancy persistent CTAs
 //                         stride over the tiles (as in gqa_prefill_cuda)
+//            KA_MMA       0: mma.sync, the three phases below (any QTOK / WARPS / KV_TILE / STAGES
+//                         up to 3 that fit). 1: wgmma (sm_90a; an MMA=1 build for another arch
+//                         compiles, its device code traps), QTOK 4: M = 64 rows = 4 tokens x 16
+//                         heads, one wgmma M. O is 64 x 512 fp32, 256 registers per thread of a
+//                         warpgroup, so the output dims are split over two warpgroups (256 each, one
+//                         m64n256k16 per k-step); S = Q K^T (64 x T over 576 dims) belongs to one
+//                         warpgroup, which also does the softmax and hands P (bf16) and the row
+//                         rescale factors to the other(s) through shared memory. Tiles are stored
+//                         unpadded in the 128-byte swizzle layout the descriptors name (as in
+//                         gqa_prefill_cuda): R rows of D bf16 are D/64 column blocks of R x 128
+//                         bytes, 16-byte chunk c of row r at block c/8, byte r*128 + ((c%8)^(r%8))*16,
+//                         blocks 1024-byte aligned; a K/V stage is 9 blocks (8 ckv, 1 kpe). S: A = Q,
+//                         B = the K rows, both K-major; P V: B = the ckv blocks of the same stage,
+//                         MN-major (transpose bit), N = 256 across 4 blocks (LBO = T*128).
+//              WARPS 8 (KV_TILE 64, STAGES 2: Q 72 KB + 2 x 72 KB stages + P 8 KB): per tile,
+//                         warpgroup 0 computes S (36 m64n64k16, A and B from shared memory) and
+//                         the softmax, keeps P as A fragments for its own O += P V (dims 0-255, A
+//                         from registers) and writes P (swizzled, K-major) and the rescale factors
+//                         to shared memory; after a CTA barrier warpgroup 1 adds P V for dims
+//                         256-511 with A = P from shared memory. Warpgroup 1 issues the loads (it
+//                         is idle during S). Loads run one tile ahead; nothing overlaps the softmax
+//                         (a third 72 KB stage does not fit next to Q).
+//              WARPS 12 (KV_TILE 32, STAGES 3-6, PERSIST 0): Q's ckv part leaves shared memory:
+//                         warpgroup 0 holds it as wgmma A fragments (32 k-steps x 4 registers) for
+//                         the whole query tile and computes S(t) (32 m64n32k16 with A from registers,
+//                         the 4 kpe k-steps with A = Q's kpe part from shared memory) and the
+//                         softmax; warpgroups 1 and 2 issue the loads and own O dims 0-255 and
+//                         256-511 (A = P from shared memory). Registers are rebalanced with
+//                         setmaxnreg (168 per thread at launch: 184 for warpgroup 0, 160 for the O
+//                         warpgroups). P(t) goes into the kpe block of tile t's own stage (S(t) was
+//                         its last reader; the stage is refilled only after P V(t)), 32-key rows of
+//                         64 bytes in the 64-byte swizzle layout; the rescale factors alternate
+//                         between two buffers. Per tile two CTA barriers: A(t) (tile t landed, P
+//                         V(t-2) done): S(t) alone on the tensor cores while the O warpgroups issue
+//                         the loads of tile t+STAGES-2 into the stage of tile t-2; B(t) (S(t) done,
+//                         P(t-1) written): warpgroup 0 computes the softmax of tile t and writes
+//                         P(t), while the O warpgroups rescale and add P(t-1) V(t-1) on the tensor
+//                         cores. KV_TILE 64 would need ~210 registers in warpgroup 0 (it spills at
+//                         184) and PERSIST 1 spills too, so both are left out.
+//              Both wgmma schedules issue every wgmma batch after a wgmma.fence with its A fragments
+//              and accumulators already defined, and wait for it (wait_group 0) before leaving the
+//              branch that issued it, so ptxas does not serialize them; cp.async and st.shared
+//              writes are followed by fence.proxy.async before the barrier that publishes them to
+//              wgmma.
 //
-// Per K/V tile, three phases separated by CTA barriers (the rows are too wide, 576 for Q·K and 512
+// Per K/V tile of the mma.sync path (KA_MMA 0), three phases separated by CTA barriers (the rows are too wide, 576 for Q·K and 512
 // for P·V, for one warp to own whole rows of S and O in registers):
 //   S   warp w computes S for m-tile w % QTOK and keys [(w / QTOK) * KW, +KW) over all 576 dims
 //       (Q and K from shared memory by ldmatrix), scaled to base 2, into an fp32 S tile in smem;
@@ -50,7 +95,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_MASKED_ROW_ZERO) || \
     !defined(KA_QTOK) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) || !defined(KA_ORDER) || \
-    !defined(KA_PERSIST)
+    !defined(KA_PERSIST) || !defined(KA_MMA)
 #error "mla_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
@@ -87,13 +132,39 @@ constexpr int MAXB_SORT = 1024;
 constexpr int SORT_BYTES = KA_ORDER == 2 ? MAXB_SORT * 8 : 0;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + S_BYTES + P_BYTES + ROWSTAT_BYTES + SORT_BYTES + 16;
 constexpr float kNegInf = -__builtin_huge_valf();
+// KA_MMA 1 (wgmma): 2 warpgroups, M = 64 rows; shared memory (1024-byte aligned base) =
+// STAGES x [T keys x DQ] K/V stages | Q [64 x DQ] | P bf16 [64 x T] | alpha [64] | 1/l [64] |
+// (ORDER 2) the order of at most MAXB_SORT_W sequences (their costs go to stage 0 while sorting).
+// Every tile is stored in the 128-byte swizzle layout (see KA_MMA in the header).
+constexpr int MMA = KA_MMA;
+constexpr int WG_STAGE_BYTES = T * 2 * DQ;
+constexpr int WG_Q_BYTES = M * 2 * DQ;
+constexpr int WG_P_BYTES = M * T * 2;
+constexpr int MAXB_SORT_W = 256;
+constexpr bool WG3 = MMA && W == 12;  // the pipelined 3-warpgroup schedule
+// WARPS 12: registers per thread at launch (__launch_bounds__(384, 1): 65536 / 384 rounded down to
+// a multiple of 8), which the setmaxnreg split of tile_wgmma3 redistributes; the host checks that
+// the kernel was compiled to exactly this many (with fewer, setmaxnreg.inc would wait forever).
+constexpr int REGS_LAUNCH = 168;
+// After the stages: WARPS 8: Q [64 x DQ] | P bf16 [64 x T]; WARPS 12: the kpe part of Q [64 x DP]
+// (the ckv part lives in registers, P in the kpe block of its tile's stage).
+constexpr int WG_ALPHA_OFF = STAGES * WG_STAGE_BYTES + (WG3 ? M * 2 * DP : WG_Q_BYTES + WG_P_BYTES);
+constexpr int WG_ROWSTAT_BYTES = M * 4 * (WG3 ? 3 : 2);  // alpha (WARPS 12: two buffers), 1/l
+constexpr int WG_SMEM_BYTES = WG_ALPHA_OFF + WG_ROWSTAT_BYTES + (KA_ORDER == 2 ? MAXB_SORT_W * 4 : 0) + 1024;
+constexpr int KERNEL_SMEM = MMA ? WG_SMEM_BYTES : SMEM_BYTES;
+
+static_assert(MMA == 0 || (MT == 4 && (W == 8 || W == 12) && (T == 64 || (W == 12 && T == 32)) && DC == 512 && DP == 64),
+              "MMA=1: QTOK 4, WARPS 8 (KV_TILE 64) or 12 (KV_TILE 32; 64 builds but spills), head dims 512 + 64");
+static_assert(!WG3 || (STAGES >= 3 && 2 * WG_STAGE_BYTES >= M * 2 * DC),
+              "MMA=1, WARPS 12: three stages at least (Q's ckv part is staged in the last two)");
+static_assert(MMA == 0 || WG_SMEM_BYTES <= 227 * 1024, "MMA=1: shared memory above 227 KB");
 
 static_assert(H == 16, "one m-tile must be one token's 16 heads");
 static_assert(DC % 128 == 0 && DP % 16 == 0 && DQ % 32 == 0, "head dims");
-static_assert(W % MT == 0 && KW % 8 == 0 && KW >= 8 && DB % 16 == 0 && DB <= 256, "QTOK / WARPS / KV_TILE");
-static_assert(NT % M == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0 && T % TPR == 0 && CPT % 2 == 0, "softmax mapping");
+static_assert(MMA == 1 || W % MT == 0 && KW % 8 == 0 && KW >= 8 && DB % 16 == 0 && DB <= 256, "QTOK / WARPS / KV_TILE");
+static_assert(MMA == 1 || NT % M == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0 && T % TPR == 0 && CPT % 2 == 0, "softmax mapping");
 static_assert(STAGES >= 2 && STAGES <= 6, "STAGES");
-static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
+static_assert(MMA == 1 || SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 
 // ── primitives ─────────────────────────────────────────────────────────────────────────────────
 #ifdef KA_EMULATE
@@ -109,6 +180,31 @@ inline void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint
   ka_emu_ops::ldsm_x4(a, r0, r1, r2, r3, true);
 }
 inline uint32_t pack_bf16(float lo, float hi) { return uint32_t(f2bf(lo)) | (uint32_t(f2bf(hi)) << 16); }
+template <int N>
+inline void wgmma_ss(float (&d)[N / 8][4], uint64_t da, uint64_t db) {
+  ka_emu_ops::wgmma_issue({N, &d[0][0], false, {0, 0, 0, 0}, da, db, 0, 0, 1});
+}
+template <int N>
+inline void wgmma_ss_tb(float (&d)[N / 8][4], uint64_t da, uint64_t db) {
+  ka_emu_ops::wgmma_issue({N, &d[0][0], false, {0, 0, 0, 0}, da, db, 0, 1, 1});
+}
+template <int N>
+inline void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  ka_emu_ops::wgmma_issue({N, &d[0][0], true, {a[0], a[1], a[2], a[3]}, 0, db, 0, 1, 1});
+}
+template <int N>
+inline void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  ka_emu_ops::wgmma_issue({N, &d[0][0], true, {a[0], a[1], a[2], a[3]}, 0, db, 0, 0, 1});
+}
+template <int N>
+inline void setmaxnreg_inc() {}
+template <int N>
+inline void setmaxnreg_dec() {}
+inline void cta_bar() { __syncthreads(); }
+template <int N>
+inline void wgmma_wait_n() { wgmma_wait(N); }
+template <typename X, int R, int C>
+inline void fence_operands(X (&)[R][C]) {}
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
@@ -123,11 +219,15 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait_n() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+// (Only where used: no unused-function warnings.)
+#if !KA_MMA || KA_WARPS == 12
 __device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(a));
 }
+#endif
+#if !KA_MMA
 __device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
@@ -140,9 +240,183 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#endif
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
+}
+#if KA_MMA
+// Hopper warpgroup MMA (KA_MMA 1). Device code for an arch without wgmma (not sm_90a) gets bodies
+// that trap, so that the mma.sync points of the same source still build there.
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KA_WGMMA_HW 0
+#else
+#define KA_WGMMA_HW 1
+#endif
+#if KA_WGMMA_HW
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait_n() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Orders generic-proxy writes to shared memory (cp.async, st.shared) before async-proxy reads (wgmma).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Per-warpgroup register budget (the 3-warpgroup schedule).
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+// The accumulator operands of a wgmma m64nN (N/8 rows of 4 fp32 registers per thread) as inline-asm
+// outputs, 8 rows (N = 64) per macro.
+#define KA_WGMMA_D4(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+#define KA_WGMMA_D_0_7 KA_WGMMA_D4(0), KA_WGMMA_D4(1), KA_WGMMA_D4(2), KA_WGMMA_D4(3), KA_WGMMA_D4(4), KA_WGMMA_D4(5), KA_WGMMA_D4(6), KA_WGMMA_D4(7)
+#define KA_WGMMA_D_8_15 KA_WGMMA_D4(8), KA_WGMMA_D4(9), KA_WGMMA_D4(10), KA_WGMMA_D4(11), KA_WGMMA_D4(12), KA_WGMMA_D4(13), KA_WGMMA_D4(14), KA_WGMMA_D4(15)
+#define KA_WGMMA_D_16_23 KA_WGMMA_D4(16), KA_WGMMA_D4(17), KA_WGMMA_D4(18), KA_WGMMA_D4(19), KA_WGMMA_D4(20), KA_WGMMA_D4(21), KA_WGMMA_D4(22), KA_WGMMA_D4(23)
+#define KA_WGMMA_D_24_31 KA_WGMMA_D4(24), KA_WGMMA_D4(25), KA_WGMMA_D4(26), KA_WGMMA_D4(27), KA_WGMMA_D4(28), KA_WGMMA_D4(29), KA_WGMMA_D4(30), KA_WGMMA_D4(31)
+// The raw wrappers, one per shape (a build uses some of them).
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n32(float (&d)[4][4], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "%16, %17, p, 1, 1, 0, 0;\n}\n"
+      : KA_WGMMA_D4(0), KA_WGMMA_D4(1), KA_WGMMA_D4(2), KA_WGMMA_D4(3)
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_n32(float (&d)[4][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "{%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+      : KA_WGMMA_D4(0), KA_WGMMA_D4(1), KA_WGMMA_D4(2), KA_WGMMA_D4(3)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}\n"
+      : KA_WGMMA_D_0_7
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : KA_WGMMA_D_0_7
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_tb_n256(float (&d)[32][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "{%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+      : KA_WGMMA_D_0_7, KA_WGMMA_D_8_15, KA_WGMMA_D_16_23, KA_WGMMA_D_24_31
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_tb_n256(float (&d)[32][4], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1, 0, 1;\n}\n"
+      : KA_WGMMA_D_0_7, KA_WGMMA_D_8_15, KA_WGMMA_D_16_23, KA_WGMMA_D_24_31
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+#else
+__device__ __forceinline__ void wgmma_fence() { __trap(); }
+__device__ __forceinline__ void wgmma_commit() { __trap(); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait_n() { __trap(); }
+__device__ __forceinline__ void fence_proxy_async() { __trap(); }
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {}
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_n64(float (&)[8][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n32(float (&)[4][4], uint64_t, uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_n32(float (&)[4][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n64(float (&)[8][4], uint64_t, uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_rs_tb_n256(float (&)[32][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_tb_n256(float (&)[32][4], uint64_t, uint64_t, int) { __trap(); }
+#endif
+// S (+)= A B with A and B from descriptors, both K-major.
+template <int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t da, uint64_t db) {
+  static_assert(N == 32 || N == 64, "wgmma N");
+  if constexpr (N == 32) wgmma_ss_n32(d, da, db, 1);
+  else wgmma_ss_n64(d, da, db, 1);
+}
+// O += A B with A from a descriptor (K-major) and B from a descriptor, MN-major (transpose bit set).
+template <int N>
+__device__ __forceinline__ void wgmma_ss_tb(float (&d)[N / 8][4], uint64_t da, uint64_t db) {
+  static_assert(N == 256, "wgmma N");
+  wgmma_ss_tb_n256(d, da, db, 1);
+}
+// S (+)= A B with A from registers and B from a descriptor, K-major.
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  static_assert(N == 32 || N == 64, "wgmma N");
+  if constexpr (N == 32) wgmma_rs_n32(d, a, db, 1);
+  else wgmma_rs_n64(d, a, db, 1);
+}
+// A CTA barrier for code where the warpgroups run different branches (barrier.sync without
+// .aligned: the warps need not reach the same instruction); barrier 1, every thread.
+[[maybe_unused]] __device__ __forceinline__ void cta_bar() { asm volatile("barrier.sync 1, %0;\n" ::"n"(NT) : "memory"); }
+// O += A B with A from registers and B from a descriptor, MN-major (transpose bit set).
+template <int N>
+__device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  static_assert(N == 256, "wgmma N");
+  wgmma_rs_tb_n256(d, a, db, 1);
+}
+// Keeps the compiler from moving accesses of wgmma operands (accumulators, A fragments) across a
+// wgmma wait: the asm "redefines" them after the wait.
+template <int R, int C>
+__device__ __forceinline__ void fence_operands(float (&d)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < C; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+}
+template <int R, int C>
+__device__ __forceinline__ void fence_operands(uint32_t (&d)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < C; ++j) asm volatile("" : "+r"(d[i][j])::"memory");
+}
+#endif  // KA_MMA
+#endif
+
+#if KA_MMA
+// Shared-memory matrix descriptor for a 128-byte-swizzled operand (PTX ISA "Matrix Descriptor"):
+// start address, leading byte offset lbo (K-major: unused, 16; MN-major: between 64-element column
+// blocks), stride byte offset 1024 (between groups of 8 rows), swizzle mode 1 (128 B).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
+  return static_cast<uint64_t>((addr & 0x3ffffu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3fffu) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+}
+// The same for a 64-byte-swizzled K-major operand whose rows are 64 bytes (P of a 32-key tile):
+// stride byte offset 512 (8 rows), swizzle mode 2 (64 B).
+[[maybe_unused]] __device__ __forceinline__ uint64_t sw64_desc(uint32_t addr) {
+  return static_cast<uint64_t>((addr & 0x3ffffu) >> 4) | (static_cast<uint64_t>(1) << 16) |
+         (static_cast<uint64_t>(512 >> 4) << 32) | (2ull << 62);
+}
+// Byte offset of 16-byte chunk c of row r in a swizzled tile of `rows` rows: column block c/8 (64
+// bf16 columns, rows x 128 bytes), row r at r*128, chunk (c%8) ^ (r%8) within the row.
+__host__ __device__ constexpr int sw_off(int r, int c, int rows) {
+  return (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
 }
 #endif
 
@@ -248,17 +522,36 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 
 // Shared memory: STAGES x [T][ROWB] K/V stages | Q [M][ROWB] | S fp32 [M][SROW] | P bf16 [M][PROWB] |
 // alpha [M] | 1/l [M] | (ORDER 2) sequence costs and order.
-__global__ void __launch_bounds__(NT) mla_prefill_kernel(Params p) {
+// KA_MMA 1: see WG_SMEM_BYTES.
+#if KA_MMA
+#define KA_MLAP_BOUNDS __launch_bounds__(NT, 1)  // WARPS 12: 168 registers per thread at launch
+#else
+#define KA_MLAP_BOUNDS __launch_bounds__(NT)
+#endif
+__global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
+#if KA_MMA
+  KA_DYN_SMEM(smem_raw);
+  unsigned char* const smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);  // the swizzled tiles
+  float* const inv_smem = reinterpret_cast<float*>(smem + WG_ALPHA_OFF + WG_ROWSTAT_BYTES) - M;
+  constexpr int MAXB = MAXB_SORT_W;
+#else
   KA_DYN_SMEM(smem);
-  const int tid = threadIdx.x, lane = tid & 31;
   float* const inv_smem = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES + Q_BYTES + S_BYTES + P_BYTES) + M;
+  constexpr int MAXB = MAXB_SORT;
+#endif
+  const int tid = threadIdx.x, lane = tid & 31;
 
   // ── which tile ──
   const int* ord = nullptr;
   if constexpr (KA_ORDER == 2) {
-    if (p.B <= MAXB_SORT) {
+    if (p.B <= MAXB) {
+#if KA_MMA
+      float* cost = reinterpret_cast<float*>(smem);  // stage 0, before any load
+      int* order = reinterpret_cast<int*>(inv_smem + M);
+#else
       float* cost = reinterpret_cast<float*>(inv_smem + M);
       int* order = reinterpret_cast<int*>(cost + MAXB_SORT);
+#endif
       for (int b = tid; b < p.B; b += NT) {
         const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
         const int kl = __ldg(p.kv_indptr + b + 1) - __ldg(p.kv_indptr + b);
@@ -292,6 +585,478 @@ __global__ void __launch_bounds__(NT) mla_prefill_kernel(Params p) {
     }
   }
 }
+
+#if KA_MMA && KA_WARPS == 8
+// One query tile on the wgmma path (KA_MMA 1; the header's "KA_MMA" describes the schedule).
+// Warpgroup 0 (threads 0-127): S = Q K^T over all DQ dims, the softmax, P to shared memory and O
+// dims [0, 256); warpgroup 1 (threads 128-255): the K/V loads and O dims [256, 512) with P from
+// shared memory. Thread t of a warpgroup (warp w = t/32 of it, g = lane/4, q = lane%4) holds rows
+// 16w+g and 16w+g+8 of the 64 (token row/16, head row%16), columns 8j+2q, 8j+2q+1 of each n8 block j.
+__device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem, int k0, int kl, int delta, int i0,
+                                           int nq, int kv_hi, int ntiles, int nomask, int64_t row0) {
+  constexpr int NB = DC / 2;            // O dims per warpgroup (one wgmma N)
+  constexpr int KSTEPS = DQ / 16;       // S k-steps
+  constexpr int NTT = T / 8;            // S n8 blocks
+  constexpr int KT = T / 16;            // P·V k-steps
+  constexpr int KCH = CPR;              // 16-byte chunks per row
+  constexpr int KCC = CPC;              // of which ckv
+  unsigned char* const stages = smem;
+  unsigned char* const q_smem = stages + STAGES * WG_STAGE_BYTES;
+  unsigned char* const p_smem = q_smem + WG_Q_BYTES;
+  float* const alpha_smem = reinterpret_cast<float*>(smem + WG_ALPHA_OFF);
+  float* const inv_smem = alpha_smem + M;
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int wg = tid >> 7, wt = tid & 127;
+  const int r0 = ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8;  // this thread's rows
+  const int cq = 2 * (lane & 3);
+
+  // ── loads (warpgroup 1): chunk c of a tile = row c / KCH, column c % KCH ([ckv | kpe]) ──
+  auto issue = [&](int stage, int t) {
+    unsigned char* ks = stages + stage * WG_STAGE_BYTES;
+    for (int c = wt; c < T * KCH; c += 128) {
+      const int row = c / KCH, col = c % KCH;
+      const int j = t * T + row;
+      const bool ok = j < kv_hi;
+      const int page = ok ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : 0;
+      const uint16_t* src = col < KCC ? p.ckv + static_cast<int64_t>(page) * DC + col * 8
+                                      : p.kpe + static_cast<int64_t>(page) * DP + (col - KCC) * 8;
+      cp_async_16(smem_u32(ks + sw_off(row, col, T)), src, ok ? 16 : 0);
+    }
+  };
+  // Q (all threads; rows past the tile's tokens are zero-filled).
+  for (int c = tid; c < M * KCH; c += NT) {
+    const int r = c / KCH, col = c % KCH;
+    const bool ok = r / H < nq;
+    const int64_t qrow = ok ? row0 + r : 0;
+    const uint16_t* src = col < KCC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - KCC) * 8;
+    cp_async_16(smem_u32(q_smem + sw_off(r, col, M)), src, ok ? 16 : 0);
+  }
+  cp_async_commit();
+  if (wg == 1) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < ntiles) issue(s, s);
+      cp_async_commit();
+    }
+  }
+
+  float o[NB / 8][4];
+#pragma unroll
+  for (int n = 0; n < NB / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  // Softmax state (warpgroup 0): running max, sums of the rounded P and of the exact ones, per row,
+  // over this thread's columns (the quad's four threads share m; the sums are reduced at the end).
+  float m0 = kNegInf, m1 = kNegInf, l0 = 0.f, l1 = 0.f, e0 = 0.f, e1 = 0.f;
+  const int lim0 = i0 + r0 / H + delta, lim1 = i0 + r1 / H + delta;  // last key rows r0, r1 see
+  const uint32_t q_base = smem_u32(q_smem), p_base = smem_u32(p_smem);
+
+  for (int t = 0; t < ntiles; ++t) {
+    // Tile t (and Q) landed and visible to the async proxy; every warpgroup is done with tile t-1,
+    // its stage and P.
+    if (wg == 1) cp_async_wait_n<STAGES - 2>();
+    else cp_async_wait_n<0>();
+    fence_proxy_async();
+    __syncthreads();
+    const uint32_t ks = smem_u32(stages + (t % STAGES) * WG_STAGE_BYTES);
+    uint32_t pa[KT][4];  // warpgroup 0: P as the A fragments of its P V
+    float a0 = 1.f, a1 = 1.f;  // the rows' rescale factors
+    if (wg == 1) {
+      const int u = t + STAGES - 1;  // into the stage of tile t-1
+      if (u < ntiles) issue(u % STAGES, u);
+      cp_async_commit();
+    } else {
+      // ── S = Q K^T: k-step kk reads 16 columns, column block kk/4, 32 bytes kk%4 into its rows ──
+      float s[NTT][4];
+#pragma unroll
+      for (int j = 0; j < NTT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+      const uint64_t dq0 = sw128_desc(q_base, 16), dk0 = sw128_desc(ks, 16);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; ++kk)
+        wgmma_ss<T>(s, dq0 + static_cast<uint64_t>(((kk >> 2) * M * 128 + (kk & 3) * 32) >> 4),
+                    dk0 + static_cast<uint64_t>(((kk >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+      wgmma_commit();
+      wgmma_wait_n<0>();
+      fence_operands(s);
+      // ── softmax in base 2; mask on diagonal tiles only ──
+      const int kbase = t * T;
+      if (t >= nomask) {
+#pragma unroll
+        for (int j = 0; j < NTT; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int key = kbase + 8 * j + cq + e;
+            s[j][e] = (key <= lim0 && key < kl) ? s[j][e] * p.scale_log2 : kNegInf;
+            s[j][2 + e] = (key <= lim1 && key < kl) ? s[j][2 + e] * p.scale_log2 : kNegInf;
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < NTT; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
+      }
+      float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+      for (int j = 0; j < NTT; ++j) {
+        mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
+      }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+      const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
+      a0 = exp2f(m0 - mu0);
+      a1 = exp2f(m1 - mu1);
+      m0 = mn0;
+      m1 = mn1;
+      // P (bf16) as A fragments for this warpgroup's P V and, swizzled, into shared memory for the
+      // other's: row r at r*128, keys 8j .. 8j+7 in chunk j ^ (r%8).
+      float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
+#pragma unroll
+      for (int j = 0; j < NTT; ++j) {
+        const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
+        const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
+        const uint32_t w0 = pack_bf16(p00, p01), w1 = pack_bf16(p10, p11);
+        pa[j >> 1][(j & 1) * 2] = w0;  // the S layout of n8 blocks 2kt, 2kt+1 is the A layout of k-step kt
+        pa[j >> 1][(j & 1) * 2 + 1] = w1;
+        *reinterpret_cast<uint32_t*>(p_smem + r0 * 128 + ((j ^ (r0 & 7)) << 4) + cq * 2) = w0;
+        *reinterpret_cast<uint32_t*>(p_smem + r1 * 128 + ((j ^ (r1 & 7)) << 4) + cq * 2) = w1;
+        ls0 += bf_lo(w0) + bf_hi(w0);
+        ls1 += bf_lo(w1) + bf_hi(w1);
+        es0 += p00 + p01;
+        es1 += p10 + p11;
+      }
+      l0 = l0 * a0 + ls0;
+      l1 = l1 * a1 + ls1;
+      e0 = e0 * a0 + es0;
+      e1 = e1 * a1 + es1;
+      if ((lane & 3) == 0) {
+        alpha_smem[r0] = a0;
+        alpha_smem[r1] = a1;
+      }
+      fence_proxy_async();  // P, before warpgroup 1's wgmma reads it
+    }
+    __syncthreads();  // P and alpha of tile t ready
+    // ── O[:, 256 wg, +256) = O * alpha + P V (V: the ckv columns of the stage, MN-major) ──
+    if (wg == 1) {
+      a0 = alpha_smem[r0];
+      a1 = alpha_smem[r1];
+    }
+#pragma unroll
+    for (int n = 0; n < NB / 8; ++n) {
+      o[n][0] *= a0;
+      o[n][1] *= a0;
+      o[n][2] *= a1;
+      o[n][3] *= a1;
+    }
+    if (wg == 0) {
+      const uint64_t dv0 = sw128_desc(ks, T * 128);
+      wgmma_fence();
+#pragma unroll
+      for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<NB>(o, pa[kt], dv0 + static_cast<uint64_t>((kt * 16 * 128) >> 4));
+      wgmma_commit();
+      wgmma_wait_n<0>();
+      fence_operands(o);
+    } else {  // A = P from shared memory, K-major
+      const uint64_t dp0 = sw128_desc(p_base, 16), dv0 = sw128_desc(ks + (NB / 64) * T * 128, T * 128);
+      wgmma_fence();
+#pragma unroll
+      for (int kt = 0; kt < KT; ++kt)
+        wgmma_ss_tb<NB>(o, dp0 + static_cast<uint64_t>((kt * 32) >> 4), dv0 + static_cast<uint64_t>((kt * 16 * 128) >> 4));
+      wgmma_commit();
+      wgmma_wait_n<0>();
+      fence_operands(o);
+    }
+  }
+  cp_async_wait_n<0>();
+
+  // ── epilogue: 1/l per row from warpgroup 0, then each warpgroup writes its half of every row ──
+  if (wg == 0) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    e0 += __shfl_xor_sync(0xffffffffu, e0, 1);
+    e0 += __shfl_xor_sync(0xffffffffu, e0, 2);
+    e1 += __shfl_xor_sync(0xffffffffu, e1, 1);
+    e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
+    if ((lane & 3) == 0) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = h ? r1 : r0;
+        const float m = h ? m1 : m0;
+        const bool none = m == kNegInf;  // the row saw no key
+        inv_smem[r] = none ? -1.f : 1.f / (h ? l1 : l0);
+        if (r / H < nq) p.lse[row0 + r] = none ? kNegInf : m + log2f(h ? e1 : e0);
+      }
+    }
+  }
+  __syncthreads();
+  const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = h ? r1 : r0;
+    if (r / H >= nq) continue;
+    const float inv = inv_smem[r];
+    uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + wg * NB);
+#pragma unroll
+    for (int n = 0; n < NB / 8; ++n)
+      dst[(8 * n + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+  }
+}
+#endif
+
+#if KA_MMA && KA_WARPS == 12
+// One query tile on the pipelined wgmma path (KA_MMA 1, WARPS 12; see the header's "KA_MMA").
+// Warpgroup 0 holds the ckv part of Q as wgmma A fragments in registers for the whole tile and
+// computes S(t) = Q K(t)^T (32 k-steps from registers, the 4 kpe ones with A from shared memory)
+// and the softmax; warpgroups 1 and 2 issue the loads and add P(t-1) V(t-1) for O dims [0, 256)
+// and [256, 512), P from shared memory. P(t) goes into the kpe column block of tile t's stage (read
+// only by S(t), refilled only after P V(t)). Per iteration t (0 .. ntiles), two CTA barriers:
+//   A(t)  tile t landed; P V(t-2) done.  wg0: S(t) (alone on the tensor cores).  wg1-2: loads of
+//         tile t+AH (AH = STAGES-2) into the stage of tile t-2.
+//   B(t)  S(t) done; P(t-1) and alpha(t-1) written.  wg0: softmax(t), P(t) and alpha(t) to shared
+//         memory.  wg1-2: O = O alpha(t-1) + P(t-1) V(t-1) on the tensor cores meanwhile; then wait
+//         for tile t+1.
+__device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem, int k0, int kl, int delta, int i0,
+                                            int nq, int kv_hi, int ntiles, int nomask, int64_t row0) {
+  constexpr int NB = DC / 2;        // O dims per O warpgroup (one wgmma N)
+  constexpr int KSC = DC / 16;      // S k-steps over the ckv dims (A from registers)
+  constexpr int KSP = DP / 16;      // over the kpe dims (A from shared memory)
+  constexpr int NTT = T / 8;        // S n8 blocks
+  constexpr int KT = T / 16;        // P·V k-steps
+  constexpr int KCH = CPR;          // 16-byte chunks per row
+  constexpr int KCC = CPC;          // of which ckv
+  constexpr int PBLK = KCC / 8;     // the kpe column block of a stage (P goes there)
+  constexpr int PROW = 2 * T;       // bytes per P row (swizzle 128 B for 64 keys, 64 B for 32)
+  constexpr int AH = STAGES - 2;    // tiles whose loads are in flight ahead of the one computed
+  // Registers per thread: REGS_LAUNCH at launch; warpgroup 0 (Q fragments, S) takes 184, the O
+  // warpgroups 160 (184 + 2 x 160 = 3 x 168).
+  constexpr int REGS_S = 184, REGS_O = 160;
+  static_assert(REGS_S + 2 * REGS_O == 3 * REGS_LAUNCH, "setmaxnreg split");
+  unsigned char* const stages = smem;
+  unsigned char* const qpe_smem = stages + STAGES * WG_STAGE_BYTES;
+  float* const alpha_smem = reinterpret_cast<float*>(qpe_smem + M * 2 * DP);
+  float* const inv_smem = alpha_smem + 2 * M;  // after two alpha buffers
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int wg = tid >> 7;
+  const int r0 = ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8;  // this thread's rows
+  const int cq = 2 * (lane & 3);
+
+  // ── loads (warpgroups 1-2, 256 threads): chunk c of a tile = row c / KCH, column c % KCH ──
+  auto issue = [&](int stage, int t) {
+    unsigned char* ks = stages + stage * WG_STAGE_BYTES;
+    for (int c = tid - 128; c < T * KCH; c += 256) {
+      const int row = c / KCH, col = c % KCH;
+      const int j = t * T + row;
+      const bool ok = j < kv_hi;
+      const int page = ok ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : 0;
+      const uint16_t* src = col < KCC ? p.ckv + static_cast<int64_t>(page) * DC + col * 8
+                                      : p.kpe + static_cast<int64_t>(page) * DP + (col - KCC) * 8;
+      cp_async_16(smem_u32(ks + sw_off(row, col, T)), src, ok ? 16 : 0);
+    }
+  };
+  // Q: the ckv part into the last two stages (staging for warpgroup 0's registers), the kpe part into
+  // its own block; rows past the tile's tokens are zero-filled. Tiles 0 .. AH-1 into their stages.
+  {
+    unsigned char* const qs = stages + (STAGES - 2) * WG_STAGE_BYTES;
+    for (int c = tid; c < M * KCH; c += NT) {
+      const int r = c / KCH, col = c % KCH;
+      const bool ok = r / H < nq;
+      const int64_t qrow = ok ? row0 + r : 0;
+      const uint16_t* src = col < KCC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - KCC) * 8;
+      const uint32_t dst = col < KCC ? smem_u32(qs + sw_off(r, col, M)) : smem_u32(qpe_smem + sw_off(r, col - KCC, M));
+      cp_async_16(dst, src, ok ? 16 : 0);
+    }
+    if (wg > 0) issue(0, 0);
+    cp_async_commit();
+    if (wg > 0) {
+#pragma unroll
+      for (int u = 1; u < AH; ++u) {
+        if (u < ntiles) issue(u, u);
+        cp_async_commit();
+      }
+      cp_async_wait_n<AH - 1>();  // Q and tile 0
+    } else {
+      cp_async_wait_n<0>();
+    }
+    fence_proxy_async();
+    __syncthreads();
+  }
+
+  if (wg == 0) {
+    setmaxnreg_inc<REGS_S>();
+    // Q ckv A fragments (k-step kk: chunks 2kk, 2kk+1 of rows 16w .. 16w+15 of the warp).
+    uint32_t qf[KSC][4];
+    {
+      const unsigned char* qs = stages + (STAGES - 2) * WG_STAGE_BYTES;
+      const int qr = ((tid >> 5) & 3) * 16 + (lane & 15);
+#pragma unroll
+      for (int kk = 0; kk < KSC; ++kk)
+        ldsm_x4(smem_u32(qs + sw_off(qr, 2 * kk + (lane >> 4), M)), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+    }
+    float m0 = kNegInf, m1 = kNegInf, l0 = 0.f, l1 = 0.f, e0 = 0.f, e1 = 0.f;
+    // The last key rows r0 and r1 see (one token: r0 % 16 < 8), and below kv_len.
+    const int lim = imin(i0 + r0 / H + delta, kl - 1);
+    const uint64_t dqp = sw128_desc(smem_u32(qpe_smem), 16);
+    for (int t = 0; t <= ntiles; ++t) {
+      cta_bar();  // A(t)
+      float s[NTT][4];
+      if (t < ntiles) {
+        const uint32_t ks = smem_u32(stages + (t % STAGES) * WG_STAGE_BYTES);
+#pragma unroll
+        for (int j = 0; j < NTT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+        const uint64_t dk0 = sw128_desc(ks, 16);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < KSC; ++kk)
+          wgmma_rs<T>(s, qf[kk], dk0 + static_cast<uint64_t>(((kk >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+#pragma unroll
+        for (int kk = 0; kk < KSP; ++kk)
+          wgmma_ss<T>(s, dqp + static_cast<uint64_t>(((kk >> 2) * M * 128 + (kk & 3) * 32) >> 4),
+                      dk0 + static_cast<uint64_t>((((KSC + kk) >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+        wgmma_commit();
+        wgmma_wait_n<0>();
+        fence_operands(s);
+      }
+      cta_bar();  // B(t)
+      if (t == ntiles) break;
+      // ── softmax(t) in base 2; mask on diagonal tiles only ──
+      const int kbase = t * T;
+      if (t >= nomask) {
+#pragma unroll
+        for (int j = 0; j < NTT; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int key = kbase + 8 * j + cq + e;
+            s[j][e] = key <= lim ? s[j][e] * p.scale_log2 : kNegInf;
+            s[j][2 + e] = key <= lim ? s[j][2 + e] * p.scale_log2 : kNegInf;
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < NTT; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
+      }
+      float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+      for (int j = 0; j < NTT; ++j) {
+        mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
+      }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+      const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
+      const float a0 = exp2f(m0 - mu0), a1 = exp2f(m1 - mu1);
+      m0 = mn0;
+      m1 = mn1;
+      // P(t) into the kpe block of tile t's stage (S(t) was its last reader; P V(t-1) reads the
+      // previous stage), K-major rows of PROW bytes, chunk j of row r at (j ^ swizzle(r)); the rescale
+      // factors into alpha buffer t%2 (P V(t-1) reads the other one).
+      unsigned char* const pb = stages + (t % STAGES) * WG_STAGE_BYTES + PBLK * T * 128;
+      auto p_off = [](int r, int j) {
+        const int a = r * PROW + j * 16;
+        return a ^ (((a >> 7) & (PROW / 16 - 1)) << 4);
+      };
+      float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
+#pragma unroll
+      for (int j = 0; j < NTT; ++j) {
+        const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
+        const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
+        const uint32_t w0 = pack_bf16(p00, p01), w1 = pack_bf16(p10, p11);
+        *reinterpret_cast<uint32_t*>(pb + p_off(r0, j) + cq * 2) = w0;
+        *reinterpret_cast<uint32_t*>(pb + p_off(r1, j) + cq * 2) = w1;
+        ls0 += bf_lo(w0) + bf_hi(w0);
+        ls1 += bf_lo(w1) + bf_hi(w1);
+        es0 += p00 + p01;
+        es1 += p10 + p11;
+      }
+      l0 = l0 * a0 + ls0;
+      l1 = l1 * a1 + ls1;
+      e0 = e0 * a0 + es0;
+      e1 = e1 * a1 + es1;
+      if ((lane & 3) == 0) {
+        alpha_smem[(t & 1) * M + r0] = a0;
+        alpha_smem[(t & 1) * M + r1] = a1;
+      }
+      fence_proxy_async();  // P, before warpgroups 1-2's wgmma reads it
+    }
+    // ── epilogue: 1/l and the lse per row ──
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    e0 += __shfl_xor_sync(0xffffffffu, e0, 1);
+    e0 += __shfl_xor_sync(0xffffffffu, e0, 2);
+    e1 += __shfl_xor_sync(0xffffffffu, e1, 1);
+    e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
+    if ((lane & 3) == 0) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = h ? r1 : r0;
+        const float m = h ? m1 : m0;
+        const bool none = m == kNegInf;  // the row saw no key
+        inv_smem[r] = none ? -1.f : 1.f / (h ? l1 : l0);
+        if (r / H < nq) p.lse[row0 + r] = none ? kNegInf : m + log2f(h ? e1 : e0);
+      }
+    }
+    cta_bar();  // 1/l ready
+    setmaxnreg_dec<REGS_LAUNCH>();
+  } else {
+    setmaxnreg_dec<REGS_O>();
+    const int og = wg - 1;  // O dims [og * NB, +NB)
+    float o[NB / 8][4];
+#pragma unroll
+    for (int n = 0; n < NB / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    for (int t = 0; t <= ntiles; ++t) {
+      cta_bar();  // A(t)
+      if (t + AH < ntiles) issue((t + AH) % STAGES, t + AH);  // the stage of tile t-2
+      cp_async_commit();
+      cta_bar();  // B(t)
+      if (t > 0) {
+        const unsigned char* vs = stages + ((t - 1) % STAGES) * WG_STAGE_BYTES;
+        const float a0 = alpha_smem[((t - 1) & 1) * M + r0], a1 = alpha_smem[((t - 1) & 1) * M + r1];
+#pragma unroll
+        for (int n = 0; n < NB / 8; ++n) {
+          o[n][0] *= a0;
+          o[n][1] *= a0;
+          o[n][2] *= a1;
+          o[n][3] *= a1;
+        }
+        const uint32_t pa = smem_u32(vs + PBLK * T * 128);
+        const uint64_t dp0 = PROW == 128 ? sw128_desc(pa, 16) : sw64_desc(pa);
+        const uint64_t dv0 = sw128_desc(smem_u32(vs + og * (NB / 64) * T * 128), T * 128);
+        wgmma_fence();
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+          wgmma_ss_tb<NB>(o, dp0 + static_cast<uint64_t>((kt * 32) >> 4), dv0 + static_cast<uint64_t>((kt * 16 * 128) >> 4));
+        wgmma_commit();
+        wgmma_wait_n<0>();
+        fence_operands(o);
+      }
+      cp_async_wait_n<AH - 1>();  // tile t+1 landed
+      fence_proxy_async();
+    }
+    cta_bar();  // 1/l ready
+    const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = h ? r1 : r0;
+      if (r / H >= nq) continue;
+      const float inv = inv_smem[r];
+      uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + og * NB);
+#pragma unroll
+      for (int n = 0; n < NB / 8; ++n)
+        dst[(8 * n + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+    }
+    setmaxnreg_inc<REGS_LAUNCH>();
+  }
+}
+#endif
 
 __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile) {
   unsigned char* const stages = smem;
@@ -332,6 +1097,14 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   }
   const int ntiles = ceil_div_i(kv_hi, T);
   const int nomask = imin(kl, imax(i0 + delta + 1, 0)) / T;
+#if KA_MMA
+  (void)s_smem, (void)alpha_smem, (void)inv_smem, (void)lane, (void)warp;
+#if KA_WARPS == 12
+  tile_wgmma3(p, smem, k0, kl, delta, i0, nq, kv_hi, ntiles, nomask, row0);
+#else
+  tile_wgmma(p, smem, k0, kl, delta, i0, nq, kv_hi, ntiles, nomask, row0);
+#endif
+#else
 
   // ── loads: chunk c of a tile = row c / CPR, 16-byte column c % CPR ([ckv | kpe]) ──
   auto issue = [&](int stage, int t) {
@@ -498,10 +1271,12 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     for (int n = 0; n < NTO; ++n)
       dst[(8 * n + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
   }
+#endif
 }
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
 bool g_init = false;
+bool g_regs_ok = true;  // WARPS 12: the kernel has REGS_LAUNCH registers per thread
 int g_sms = 132, g_occ = 1;
 
 }  // namespace
@@ -519,10 +1294,16 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
     int dev = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaFuncSetAttribute(mla_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    cudaFuncSetAttribute(mla_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, KERNEL_SMEM);
     int occ = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mla_prefill_kernel, NT, SMEM_BYTES);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mla_prefill_kernel, NT, KERNEL_SMEM);
     g_occ = occ > 0 ? occ : 1;
+#ifndef KA_EMULATE
+    if constexpr (WG3) {
+      cudaFuncAttributes fa{};
+      g_regs_ok = cudaFuncGetAttributes(&fa, mla_prefill_kernel) == cudaSuccess && fa.numRegs == REGS_LAUNCH;
+    }
+#endif
     g_init = true;
   }
   Params p{};
@@ -543,5 +1324,6 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   p.tiles = static_cast<int>(tiles);
   int64_t ctas = tiles;
   if (KA_PERSIST != 0 && ctas > static_cast<int64_t>(g_sms) * g_occ) ctas = static_cast<int64_t>(g_sms) * g_occ;
-  KA_LAUNCH(mla_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), SMEM_BYTES, p);
+  if (!g_regs_ok) return;  // a build whose setmaxnreg split cannot hold: outputs left unwritten, not a hang
+  KA_LAUNCH(mla_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), KERNEL_SMEM, p);
 }
