@@ -6,7 +6,7 @@
 #   2. self-test outside the judge (bench/attention_selftest.py --mode cuda): points per family
 #      (PTS_GQA: four wgmma points (MMA=1) and two mma.sync ones; PTS_MLA: three wgmma points and
 #      the two mma.sync ones; space-separated
-#      knob lists; PTS_MLA= (empty) skips the MLA self-test; SELFTEST_TIMEOUT per family, default
+#      knob lists; PTS_GQA= / PTS_MLA= (empty) skip that family's self-test; SELFTEST_TIMEOUT per family, default
 #      240 s; CASES = synthetic | workloads | both, ONLY = comma list of case names) on the synthetic corner cases (qo_len = 1,
 #      qo_len = kv_len, qo_len < kv_len and > kv_len, empty sequences, tile edges, leading rows) and on
 #      every workload of 014, 016 and 019 (real qo/kv indptr and kv_indices, random q/k/v on the GPU),
@@ -62,9 +62,11 @@ df -h /tmp >>"$OUT/gpu.txt" 2>&1
 # ── 2. self-test outside the judge ──────────────────────────────────────────────────────────────
 knob_args() { for k in $1; do printf -- '--knobs %s ' "$k"; done; }
 st_t=${SELFTEST_TIMEOUT:-240}
-timeout $st_t python3 bench/attention_selftest.py --mode cuda --family gqa_prefill $(knob_args "$PTS_GQA") \
-  --cases ${CASES:-both} ${ONLY:+--only $ONLY} --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-prefill-selftest >"$OUT/selftest_gqa.txt" 2>&1
-echo "exit $?" >>"$OUT/selftest_gqa.txt"
+if [[ -n $PTS_GQA ]]; then
+  timeout $st_t python3 bench/attention_selftest.py --mode cuda --family gqa_prefill $(knob_args "$PTS_GQA") \
+    --cases ${CASES:-both} ${ONLY:+--only $ONLY} --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-prefill-selftest >"$OUT/selftest_gqa.txt" 2>&1
+  echo "exit $?" >>"$OUT/selftest_gqa.txt"
+fi
 if [[ -n $PTS_MLA ]]; then
   timeout $st_t python3 bench/attention_selftest.py --mode cuda --family mla_prefill $(knob_args "$PTS_MLA") \
     --cases ${CASES:-both} ${ONLY:+--only $ONLY} --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-prefill-selftest >"$OUT/selftest_mla.txt" 2>&1

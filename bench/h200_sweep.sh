@@ -2,11 +2,12 @@
 # One device call that measures many attention points and then goes on with `sol`, from the repo root
 # after scripts/device-pack.sh and the GEMM points built here (`WORK=$PWD/.dev/gemm BUILD_ONLY=1 bash
 # bench/h200_gemm_family.sh`); carry .dev and .data (.data/sol-cache.tgz from the last call, if any).
-#   1. decode: bench/h200_attention.sh on every workload of 012 and 018 (CASES=workloads, no campaign)
+#   1. decode: bench/h200_attention.sh on every workload of 012 and 018 (DECODE_CASES, default
+#      workloads; no campaign)
 #      for the points in SWEEP_GQA / SWEEP_MLA (effective KV bandwidth per workload);
 #   2. prefill: bench/h200_prefill.sh on the largest workloads only (ONLY: 014's one large workload,
 #      016's two, 019's four) for SWEEP_GQAP / SWEEP_MLAP (TFLOP/s over unmasked scores);
-#   3. the GEMM family self-test (its newest points first) within GEMM_S seconds;
+#   3. the GEMM family self-test (its newest points first) within GEMM_S seconds (0: skipped);
 #   4. ncu (SpeedOfLight, memory, occupancy, warp states) of the first decode point of each family on
 #      the largest-KV workload, NCU_S seconds each, if the machine allows profiling;
 #   5. bench/h200_sol.sh on SOL_PROBS (empty: skipped) with what is left of DEADLINE (default 575 s).
@@ -18,40 +19,43 @@ mkdir -p "$OUT"
 T0=$(date +%s)
 DEADLINE=${DEADLINE:-575}
 left() { echo $((DEADLINE - ($(date +%s) - T0))); }
-SWEEP_GQA=${SWEEP_GQA:-"WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0
+SWEEP_GQA=${SWEEP_GQA-"WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0
 WARPS=8,TILE=128,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0
 WARPS=4,TILE=64,STAGES=4,SPLIT_TOKENS=4096,WAVES=2,FUSED_MERGE=1,NO_SPLIT_BELOW=0
 WARPS=8,TILE=128,STAGES=2,SPLIT_TOKENS=4096,WAVES=2,FUSED_MERGE=1,NO_SPLIT_BELOW=256
 WARPS=4,TILE=128,STAGES=2,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=1,NO_SPLIT_BELOW=0"}
-SWEEP_MLA=${SWEEP_MLA:-"WARPS=4,TILE=32,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=256
+SWEEP_MLA=${SWEEP_MLA-"WARPS=4,TILE=32,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=256
 WARPS=8,TILE=64,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0
 WARPS=8,TILE=32,STAGES=3,SPLIT_TOKENS=4096,WAVES=2,FUSED_MERGE=1,NO_SPLIT_BELOW=0
 WARPS=8,TILE=64,STAGES=2,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=1,NO_SPLIT_BELOW=0
 WARPS=8,TILE=32,STAGES=4,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0"}
-SWEEP_GQAP=${SWEEP_GQAP:-"WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1
+SWEEP_GQAP=${SWEEP_GQAP-"WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1
 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1
 WARPS=4,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1
 WARPS=8,KV_TILE=64,STAGES=4,ORDER=2,Q_IN_SMEM=1,MMA=1
 WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1,PERSIST=1
 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1,PERSIST=1"}
-SWEEP_MLAP=${SWEEP_MLAP-"QTOK=2,WARPS=4,KV_TILE=32,STAGES=3,ORDER=2
-QTOK=4,WARPS=8,KV_TILE=32,STAGES=2,ORDER=1"}
+SWEEP_MLAP=${SWEEP_MLAP-"QTOK=4,WARPS=8,KV_TILE=32,STAGES=2,ORDER=1
+QTOK=4,WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,PERSIST=0,MMA=1
+QTOK=4,WARPS=12,KV_TILE=32,STAGES=6,ORDER=2,PERSIST=0,MMA=1
+QTOK=4,WARPS=12,KV_TILE=32,STAGES=4,ORDER=2,PERSIST=0,MMA=1"}
 SOL_PROBS=${SOL_PROBS-"012_gqa_paged_decode_h32_kv4_d128_ps1 018_mla_paged_decode_h16_ckv512_kpe64_ps1
 020_moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048 014_gqa_paged_prefill_causal_h32_kv4_d128_ps1
 019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1"}
 oneline() { echo $*; }  # newlines to spaces
 
-PTS_GQA=$(oneline $SWEEP_GQA) PTS_MLA=$(oneline $SWEEP_MLA) CASES=workloads BUDGET=0 SELFTEST_TIMEOUT=${DECODE_S:-75} \
+PTS_GQA=$(oneline $SWEEP_GQA) PTS_MLA=$(oneline $SWEEP_MLA) CASES=${DECODE_CASES:-workloads} BUDGET=0 SELFTEST_TIMEOUT=${DECODE_S:-75} \
   bash bench/h200_attention.sh >"$OUT/attn.txt" 2>&1
 PTS_GQA=$(oneline $SWEEP_GQAP) PTS_MLA=$(oneline $SWEEP_MLAP) CASES=workloads OPTIMIZE=0 SELFTEST_TIMEOUT=${PREFILL_S:-80} \
   ONLY=9fb16120,007ddabb,5c51d2e8,a06f2653,0e70750d,fe63f292,54187805 DEADLINE=$((2 * ${PREFILL_S:-80} + 20)) \
   bash bench/h200_prefill.sh >"$OUT/prefill.txt" 2>&1
-DEADLINE=${GEMM_S:-75} BUDGET=0 WORK=$PWD/.dev/gemm bash bench/h200_gemm_family.sh >"$OUT/gemm.txt" 2>&1
+((${GEMM_S:-75} > 0)) && DEADLINE=${GEMM_S:-75} BUDGET=0 WORK=$PWD/.dev/gemm bash bench/h200_gemm_family.sh >"$OUT/gemm.txt" 2>&1
 
 # ncu of one decode point per family on its largest-KV workload (skipped where ncu is missing).
 if command -v ncu >/dev/null; then
   for spec in "gqa:${SWEEP_GQA%%$'\n'*}:7a7fc288" "mla:${SWEEP_MLA%%$'\n'*}:5bef8d88"; do
     IFS=: read -r fam kn case <<<"$spec"
+    [[ -z $kn ]] && continue
     timeout ${NCU_S:-45} ncu --target-processes all --kernel-name regex:decode_kernel --launch-skip 2 --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
       --section LaunchStats python3 bench/attention_selftest.py --mode cuda --family $fam --knobs "$kn" \
@@ -66,6 +70,6 @@ if ((L > 60)) && [[ -n $SOL_PROBS ]]; then
     bash bench/h200_sol.sh >"$OUT/sol.txt" 2>&1
 fi
 for f in attn prefill; do echo "==== $f"; tail -20 "$OUT/$f.txt"; done
-echo "==== gemm"; tail -45 "$OUT/gemm.txt"
+echo "==== gemm"; tail -45 "$OUT/gemm.txt" 2>/dev/null
 for f in gqa mla; do echo "==== ncu $f"; grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Stall|exit|ERR" "$OUT/ncu_$f.txt" 2>/dev/null | head -14; done
 echo "==== sol"; tail -12 "$OUT/sol.txt" 2>/dev/null
