@@ -53,7 +53,8 @@ PTS_GQA=$(oneline $SWEEP_GQAP) PTS_MLA=$(oneline $SWEEP_MLAP) CASES=workloads OP
 
 # ncu of one decode point per family on its largest-KV workload (skipped where ncu is missing).
 if command -v ncu >/dev/null; then
-  for spec in "gqa:${SWEEP_GQA%%$'\n'*}:7a7fc288" "mla:${SWEEP_MLA%%$'\n'*}:5bef8d88"; do
+  first() { set -- $1; echo "${1:-}"; }  # the first point of a list (newline- or space-separated)
+  for spec in "gqa:$(first "$SWEEP_GQA"):7a7fc288" "mla:$(first "$SWEEP_MLA"):5bef8d88"; do
     IFS=: read -r fam kn case <<<"$spec"
     [[ -z $kn ]] && continue
     timeout ${NCU_S:-45} ncu --target-processes all --kernel-name regex:decode_kernel --launch-skip 2 --launch-count 1 \
