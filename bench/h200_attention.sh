@@ -7,11 +7,13 @@
 #      the synthetic corner cases (empty sequences, chunk edges, one-token sequences, ...) and on every
 #      workload of 012 and 018 (real kv_indptr/kv_indices, random q/k/v drawn on the GPU), with
 #      L2-flushed timing and the effective KV bandwidth;
-#   3. `kernelarc optimize` on 012 and 018 with --target cuda --budget $BUDGET (12). The judge's oracle
-#      stores every input set on disk (018's random ckv/kpe caches are 1.15 GB per set, two sets per
-#      workload: all 47 workloads would need 108 GB), so the campaign runs on a subset of each
-#      problem's workloads (W012 / W018: workload indices, 0-based lines of workload.jsonl; "all" for
-#      every one), staged as a problem folder under $TMPDIR with the blobs linked;
+#   3. `kernelarc optimize` on 012 and 018 with --target cuda --budget $BUDGET (12), on a subset of
+#      each problem's workloads (W012 / W018: workload indices, 0-based lines of workload.jsonl; "all"
+#      for every one), staged as a problem folder under $TMPDIR with the blobs linked. The subsets
+#      keep the campaign inside one device call (the oracle times each eager and compiled reference,
+#      ~2-5 s per workload). Disk no longer forces them: random inputs above 256 MiB are regenerated,
+#      not stored, so all of 018 keeps ~12 GB on disk; the judge's worker keeps every set on the GPU
+#      (~107 GB for all of 018);
 #   4. a summary: per problem the best candidate, its verdict per workload and the pass counts, and on
 #      the largest-KV workloads its time and effective KV bandwidth (KV bytes = tokens in kv_indptr x
 #      bytes of K/V (or ckv/kpe) per token, each byte once) against the measured copy bandwidth.
