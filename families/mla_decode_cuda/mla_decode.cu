@@ -30,6 +30,10 @@
 //            (no L2 cache-policy knob: cp.async with a createpolicy.fractional evict-first policy
 //            raised "illegal instruction" on the H200 with CUDA 13.0's ptxas, a known ptxas
 //            miscompile of fractional policies on cp.async; K/V use plain cp.async.cg)
+//            KA_L2_PREFETCH  0: K/V copies fetch what they touch; 256: cp.async with the .L2::256B
+//                            prefetch-size hint, so the first 16-byte copy of a row brings the 256
+//                            aligned bytes around it into L2 in one request (a page-size-1 gather
+//                            reads 256-byte pieces of rows at random pages)
 // Work decomposition, segments, partial slots and the merge are those of gqa_decode_cuda (see
 // families/gqa_decode_cuda/gqa_decode.cu), with one "kv head" holding all 16 query heads: CTA c
 // runs over the flat token range [c*chunk, (c+1)*chunk) of kv_indices, walking the sequences it
@@ -48,7 +52,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||              \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW)
+    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH)
 #error "mla_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -118,7 +122,11 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+#if KA_L2_PREFETCH == 256
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
 }
 __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
