@@ -71,8 +71,9 @@
 //              writes are followed by fence.proxy.async before the barrier that publishes them to
 //              wgmma.
 //
-// Per K/V tile of the mma.sync path (KA_MMA 0), three phases separated by CTA barriers (the rows are too wide, 576 for Q·K and 512
-// for P·V, for one warp to own whole rows of S and O in registers):
+// Per K/V tile of the mma.sync path (KA_MMA 0), three phases separated by CTA barriers (the rows
+// are too wide, 576 for Q·K and 512 for P·V, for one warp to own whole rows of S and O in
+// registers):
 //   S   warp w computes S for m-tile w % QTOK and keys [(w / QTOK) * KW, +KW) over all 576 dims
 //       (Q and K from shared memory by ldmatrix), scaled to base 2, into an fp32 S tile in smem;
 //   softmax  NT/M threads per row: mask (diagonal tiles only), running max, P = 2^(x - m) as bf16
