@@ -179,6 +179,7 @@ __device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w <<
 __device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
+__device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 
 struct Params {
   const uint16_t* q;     // [B][HQ][D]
@@ -291,22 +292,32 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
   // plain load one tile ahead, the ids' memory latency stalled every issue: ncu on the H200 showed
   // half of all stall cycles on that dependency and 37% of DRAM bandwidth.) The slot written at
   // iteration t was last read at iteration t-1, before the barrier that opens iteration t.
+  // Per row the issue costs one 32x32->64-bit multiply and two 64-bit adds: the thread's K and V
+  // base pointers (kv head g, its 16-byte column) are formed once, an id is clamped into the cache
+  // with one unsigned min (a negative id wraps and clamps to the last page), and the rows past the
+  // end of the range are known from one count (`left`): they keep a clamped id and zero-fill.
+  // With no pages at all every row counts as past the end.
   const int lcol = tid % KCH, lrow = tid / KCH;
-  auto clamp_page = [&](int r) { return imin(imax(r, 0), p.num_pages - 1); };
-  auto load_idx = [&](int tile, int (&idx)[NR]) {
-#pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int pos = cs + tile * T + lrow + i * RPP;
-      idx[i] = pos < ce ? clamp_page(__ldg(p.indices + pos)) : -1;
-    }
+  const int ce_load = p.num_pages > 0 ? ce : cs;
+  const unsigned last_page = static_cast<unsigned>(p.num_pages - 1);
+  auto clamp_page = [&](int r) { return static_cast<int>(umin(static_cast<unsigned>(r), last_page)); };
+  const unsigned char* const kbase = reinterpret_cast<const unsigned char*>(p.k + g * D + lcol * 8);
+  const unsigned char* const vbase = reinterpret_cast<const unsigned char*>(p.v + g * D + lcol * 8);
+  struct Rows {
+    int page[NR];
+    int left;  // rows lrow + i*RPP with i*RPP < left hold tokens
   };
-  auto ring_idx = [&](int tile, int (&idx)[NR]) {
-    const int* slot = idx_ring + (tile % STAGES) * T;
+  auto load_idx = [&](int tile, Rows& r) {
+    r.left = ce_load - (cs + tile * T + lrow);
 #pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int row = lrow + i * RPP;
-      idx[i] = cs + tile * T + row < ce ? clamp_page(slot[row]) : -1;
-    }
+    for (int i = 0; i < NR; ++i)
+      r.page[i] = i * RPP < r.left ? clamp_page(__ldg(p.indices + cs + tile * T + lrow + i * RPP)) : 0;
+  };
+  auto ring_idx = [&](int tile, Rows& r) {
+    const int* slot = idx_ring + (tile % STAGES) * T + lrow;
+    r.left = ce_load - (cs + tile * T + lrow);
+#pragma unroll
+    for (int i = 0; i < NR; ++i) r.page[i] = clamp_page(slot[i * RPP]);  // any value is clamped; unused past left
   };
   auto prefetch_idx = [&](int tile) {  // T <= NT: one id per thread
     if (tid < T && tile * T < ce - cs) {
@@ -315,24 +326,23 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
       cp_async_4(smem_u32(idx_ring + (tile % STAGES) * T + tid), p.indices + (ok ? pos : 0), ok ? 4 : 0);
     }
   };
-  auto issue = [&](int stage, const int (&idx)[NR]) {
-    unsigned char* ks = stages + stage * STAGE_BYTES;
-    unsigned char* vs = ks + T * ROWB;
+  auto issue = [&](int stage, const Rows& r) {
+    const uint32_t ks = smem_u32(stages + stage * STAGE_BYTES + lrow * ROWB + lcol * 16);
+    const uint32_t vs = ks + T * ROWB;
 #pragma unroll
     for (int i = 0; i < NR; ++i) {
-      const int row = lrow + i * RPP;
-      const bool ok = idx[i] >= 0;
-      const int64_t off = (static_cast<int64_t>(ok ? idx[i] : 0) * HKV + g) * D + lcol * 8;
-      cp_async_16(smem_u32(ks + row * ROWB + lcol * 16), p.k + off, ok ? 16 : 0);
-      cp_async_16(smem_u32(vs + row * ROWB + lcol * 16), p.v + off, ok ? 16 : 0);
+      const int bytes = i * RPP < r.left ? 16 : 0;
+      const int64_t off = static_cast<int64_t>(r.page[i]) * (HKV * D * 2);
+      cp_async_16(ks + i * RPP * ROWB, kbase + off, bytes);
+      cp_async_16(vs + i * RPP * ROWB, vbase + off, bytes);
     }
   };
 
   // Prologue: the first STAGES-1 tiles in flight (their ids read directly, all before the first
   // issue so that those loads overlap), each group with the ids of the tile STAGES-1 later.
-  int idx[NR];
+  Rows rows;
   {
-    int pre[STAGES - 1][NR];
+    Rows pre[STAGES - 1];
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s)
       if (s < ntiles) load_idx(s, pre[s]);
@@ -627,8 +637,8 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
     {
       const int u = t + STAGES - 1;
       if (u < ntiles) {
-        ring_idx(u, idx);
-        issue(u % STAGES, idx);
+        ring_idx(u, rows);
+        issue(u % STAGES, rows);
       }
       prefetch_idx(u + STAGES - 1);
       cp_async_commit();

@@ -164,6 +164,7 @@ __device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w <<
 __device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
+__device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 
 struct Params {
   const uint16_t* qn;    // [B][H][DC]
@@ -272,21 +273,28 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   const int lcol = tid % CCH, lrow = tid / CCH;
   // The page ids travel one pipeline depth ahead of their tile through idx_ring, as in
   // gqa_decode_cuda (see there): the group of tile u also brings the ids of tile u + STAGES-1.
-  auto clamp_page = [&](int r) { return imin(imax(r, 0), p.num_pages - 1); };
-  auto load_idx = [&](int tile, int (&idx)[NR]) {
-#pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int pos = cs + tile * T + lrow + i * RPP;
-      idx[i] = pos < ce ? clamp_page(__ldg(p.indices + pos)) : -1;
-    }
+  // The issue per row is as cheap as there too: base pointers formed once, one unsigned min per
+  // id, rows past the range's end known from one count (zero-filled; no pages: none valid).
+  const int ce_load = p.num_pages > 0 ? ce : cs;
+  const unsigned last_page = static_cast<unsigned>(p.num_pages - 1);
+  auto clamp_page = [&](int r) { return static_cast<int>(umin(static_cast<unsigned>(r), last_page)); };
+  const unsigned char* const cbase = reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8);
+  const unsigned char* const pbase = reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8);
+  struct Rows {
+    int page[NR];
+    int left;  // rows lrow + i*RPP with i*RPP < left hold tokens
   };
-  auto ring_idx = [&](int tile, int (&idx)[NR]) {
-    const int* slot = idx_ring + (tile % STAGES) * T;
+  auto load_idx = [&](int tile, Rows& r) {
+    r.left = ce_load - (cs + tile * T + lrow);
 #pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int row = lrow + i * RPP;
-      idx[i] = cs + tile * T + row < ce ? clamp_page(slot[row]) : -1;
-    }
+    for (int i = 0; i < NR; ++i)
+      r.page[i] = i * RPP < r.left ? clamp_page(__ldg(p.indices + cs + tile * T + lrow + i * RPP)) : 0;
+  };
+  auto ring_idx = [&](int tile, Rows& r) {
+    const int* slot = idx_ring + (tile % STAGES) * T + lrow;
+    r.left = ce_load - (cs + tile * T + lrow);
+#pragma unroll
+    for (int i = 0; i < NR; ++i) r.page[i] = clamp_page(slot[i * RPP]);  // any value is clamped; unused past left
   };
   auto prefetch_idx = [&](int tile) {  // T <= NT: one id per thread
     if (tid < T && tile * T < ce - cs) {
@@ -295,22 +303,20 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
       cp_async_4(smem_u32(idx_ring + (tile % STAGES) * T + tid), p.indices + (ok ? pos : 0), ok ? 4 : 0);
     }
   };
-  auto issue = [&](int stage, const int (&idx)[NR]) {
-    unsigned char* st = stages + stage * STAGE_BYTES;
+  auto issue = [&](int stage, const Rows& r) {
+    const uint32_t st = smem_u32(stages + stage * STAGE_BYTES + lrow * ROWB + lcol * 16);
 #pragma unroll
     for (int i = 0; i < NR; ++i) {
-      const int row = lrow + i * RPP;
-      const bool ok = idx[i] >= 0;
-      const int64_t page = ok ? idx[i] : 0;
-      cp_async_16(smem_u32(st + row * ROWB + lcol * 16), p.ckv + page * DC + lcol * 8, ok ? 16 : 0);
-      if (lcol < PCH)
-        cp_async_16(smem_u32(st + row * ROWB + 2 * DC + lcol * 16), p.kpe + page * DP + lcol * 8, ok ? 16 : 0);
+      const int bytes = i * RPP < r.left ? 16 : 0;
+      const int64_t page = r.page[i];
+      cp_async_16(st + i * RPP * ROWB, cbase + page * (DC * 2), bytes);
+      if (lcol < PCH) cp_async_16(st + i * RPP * ROWB + 2 * DC, pbase + page * (DP * 2), bytes);
     }
   };
 
-  int idx[NR];
+  Rows rows;
   {
-    int pre[STAGES - 1][NR];
+    Rows pre[STAGES - 1];
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s)
       if (s < ntiles) load_idx(s, pre[s]);
@@ -561,8 +567,8 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     {
       const int u = t + STAGES - 1;
       if (u < ntiles) {
-        ring_idx(u, idx);
-        issue(u % STAGES, idx);
+        ring_idx(u, rows);
+        issue(u % STAGES, rows);
       }
       prefetch_idx(u + STAGES - 1);
       cp_async_commit();
