@@ -92,6 +92,20 @@ TEST(SolCount, DevGemm004) {
   EXPECT_EQ(c["bytes"].get<double>(), 2.0 * (m * 2048 + 128 * 2048 + m * 128));
 }
 
+// A count is cached for every device: one made on the CPU is what a CUDA run reads (here, with no
+// GPU, a CUDA oracle that ran the count itself would fail).
+TEST(SolCount, CountServesEveryDevice) {
+  TempDir t;
+  fs::path d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
+  json on_cpu = count_one(d, t.path);
+  ka::Problem p = ka::load_problem(d);
+  ka::Oracle cuda("cuda", t.path / "oracle");
+  EXPECT_EQ(cuda.count_key(p, p.workloads.at(0)), ka::Oracle("cpu", t.path / "oracle").count_key(p, p.workloads.at(0)));
+  EXPECT_NE(cuda.key(p, p.workloads.at(0), 0), ka::Oracle("cpu", t.path / "oracle").key(p, p.workloads.at(0), 0));
+  auto c = cuda.count(p, {&p.workloads.at(0)});
+  EXPECT_EQ(c.at(0), on_cpu);
+}
+
 TEST(SolCount, RmsNormBytesAreInputsPlusOutput) {
   fs::path d = dev_root() / "021_rmsnorm_h128";
   if (!fs::exists(d)) d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
@@ -156,6 +170,22 @@ TEST(SolOracle, SlowReferencesGetFewerTimedCalls) {
   EXPECT_EQ(f.at(0).meta.at("reference_timing").at("warmup").get<int>(), 10);
   EXPECT_EQ(f.at(0).meta.at("reference_timing").at("iterations").get<int>(), 50);
   EXPECT_EQ(f.at(0).meta.at("reference_timing").at("samples_ms").size(), 50u);
+}
+
+// A call of LONG_CALL_S (5 s) and more is timed once, after one warm-up call: at that length a call
+// is ~10^6 launches whose spread is far below what a score resolves (014's reference: ~20 s a call).
+TEST(SolOracle, LongCallsAreTimedOnce) {
+  TempDir t;
+  json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(5.1)\n    return q.clone()\n");
+  fs::path d = write_problem(t.path, "long", def, {{"S", 4}, {"T", 4}});
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  ka::Problem p = ka::load_problem(d);
+  auto e = oracle.ensure(p, {{&p.workloads.at(0), 0}}, true, false, /*timings_only=*/true);
+  ASSERT_TRUE(e.at(0).ok()) << e.at(0).error;
+  const json& tm = e.at(0).meta.at("reference_timing");
+  EXPECT_EQ(tm.at("warmup").get<int>(), 1) << tm.dump();
+  EXPECT_EQ(tm.at("iterations").get<int>(), 1) << tm.dump();
+  EXPECT_GE(*e.at(0).reference_ms(), 5100.0);
 }
 
 // An oracle run stopped by its time limit keeps the workloads it finished (a later ensure() finds

@@ -1,4 +1,4 @@
-// cli/cmd_sol.cpp — `kernelarc sol PROBLEM... [--workloads ...] [--no-compile] [--time-limit S]`:
+// cli/cmd_sol.cpp — `kernelarc sol PROBLEM... [--workloads ...] [--no-compile] [--count-only] [--time-limit S]`:
 // per workload the reference's FLOPs and fewest bytes (the oracle's count), the speed-of-light
 // time against this device's measured ceilings (calibrating first when none is stored) with its
 // limiting term, the eager and torch.compile'd reference times, and the dataset's B200 figures
@@ -24,7 +24,7 @@ namespace {
 struct SolArgs {
   std::vector<std::string> problems;
   std::string workloads, device;
-  bool no_compile = false, json_out = false;
+  bool no_compile = false, json_out = false, count_only = false;
   double compile_budget = 120;
   double time_limit = 0;  // seconds for all problems (after calibration); 0: none
 };
@@ -81,7 +81,8 @@ void run_sol(const SolArgs& a) {
     }
     std::vector<OracleRequest> reqs;
     for (const Workload* w : ws) reqs.push_back({w, 0});
-    auto entries = oracle.ensure(p, reqs, true, !a.no_compile, /*timings_only=*/true);
+    std::vector<OracleEntry> entries(reqs.size());
+    if (!a.count_only) entries = oracle.ensure(p, reqs, true, !a.no_compile, /*timings_only=*/true);
     nlohmann::json meta;
     if (fs::exists(p.dir / "metadata.json")) meta = nlohmann::json::parse(read_text(p.dir / "metadata.json"), nullptr, false);
     const nlohmann::json* b200 = nullptr;
@@ -104,7 +105,7 @@ void run_sol(const SolArgs& a) {
               b_base = r["baseline_latency_ms"].get<double>() * 1000;
           }
       std::optional<double> eager, comp;
-      if (entries[i].ok()) {
+      if (!a.count_only && entries[i].ok()) {
         if (auto m = entries[i].reference_ms()) eager = *m * 1000;
         if (auto m = entries[i].compile_ms()) comp = *m * 1000;
       }
@@ -125,8 +126,8 @@ void run_sol(const SolArgs& a) {
                   {"compile_us", comp ? nlohmann::json(*comp) : nlohmann::json()},
                   {"b200_sol_us", b_sol ? nlohmann::json(*b_sol) : nlohmann::json()},
                   {"b200_baseline_us", b_base ? nlohmann::json(*b_base) : nlohmann::json()}});
-      if (!entries[i].ok()) row["oracle_error"] = entries[i].error;
-      if (entries[i].ok() && !comp && entries[i].meta.contains("compile_timing") && entries[i].meta["compile_timing"].is_object()) {
+      if (!a.count_only && !entries[i].ok()) row["oracle_error"] = entries[i].error;
+      if (!a.count_only && entries[i].ok() && !comp && entries[i].meta.contains("compile_timing") && entries[i].meta["compile_timing"].is_object()) {
         const auto& ct = entries[i].meta["compile_timing"];
         row["compile_note"] = ct.value("skipped", ct.value("error", std::string()));
       }
@@ -148,6 +149,9 @@ void register_sol(CLI::App& app) {
   cmd->add_option("PROBLEM", a.problems, "Problem folders")->required();
   cmd->add_option("--workloads", a.workloads, "The first N workloads, or a comma list of uuid prefixes (default: all)");
   cmd->add_flag("--no-compile", a.no_compile, "Do not time torch.compile of the reference");
+  cmd->add_flag("--count-only", a.count_only,
+                "Count the work and print the bounds; time nothing (eager and compile show '-'). Counts are "
+                "cached for every device, so a count made here serves a later run on the GPU");
   cmd->add_option("--device", a.device, "cuda or cpu (default: cuda when built in)")->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--compile-budget", a.compile_budget,
                   "Seconds per problem for compiling and timing torch.compile; later workloads show '-' (default 120)")

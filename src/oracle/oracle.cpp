@@ -66,12 +66,17 @@ Oracle::Oracle(std::string device, fs::path cache_dir) : device_(std::move(devic
   fs::create_directories(root_);
 }
 
-std::string Oracle::key(const Problem& p, const Workload& w, uint64_t seed) const {
-  std::string src = fmt::format("{}\n{}\n{}\n{}\n{}\n", p.def.hash, w.raw.dump(), seed, version(), device_);
+namespace {
+std::string entry_key(const Problem& p, const Workload& w, uint64_t seed, const std::string& device) {
+  std::string src = fmt::format("{}\n{}\n{}\n{}\n{}\n", p.def.hash, w.raw.dump(), seed, Oracle::version(), device);
   for (const auto& [name, in] : w.inputs)
     if (in.kind == InputSource::Safetensors) src += name + ":" + sha256_file(p.dir / in.path) + "\n";
   return sha256_hex(src).substr(0, 40);
 }
+}  // namespace
+
+std::string Oracle::key(const Problem& p, const Workload& w, uint64_t seed) const { return entry_key(p, w, seed, device_); }
+std::string Oracle::count_key(const Problem& p, const Workload& w) const { return entry_key(p, w, 0, "any device"); }
 
 std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference,
                                         bool time_compile, bool timings_only) {
@@ -209,7 +214,7 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
   std::vector<size_t> missing;
   std::vector<fs::path> files;
   for (size_t i = 0; i < workloads.size(); ++i) {
-    files.push_back(dir / (key(p, *workloads[i], 0) + ".json"));
+    files.push_back(dir / (count_key(p, *workloads[i]) + ".json"));
     if (fs::exists(files.back())) {
       json j = json::parse(read_text(files.back()), nullptr, false);
       if (j.is_object() && j.value("ok", false)) {
@@ -221,9 +226,10 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
   }
   if (missing.empty()) return out;
   // The count runs each reference once under PyTorch's dispatch hooks, slow for references that
-  // loop in Python (paged attention: seconds per workload): the workloads are split over up to
-  // four oracle processes (round robin, so large and small workloads mix), run at once.
-  const size_t shards = std::min<size_t>({4, missing.size(), std::max(1u, std::thread::hardware_concurrency() / 2)});
+  // loop in Python (paged attention: seconds to minutes per workload): the workloads are split over
+  // up to eight oracle processes (round robin, so large and small workloads mix), run at once; the
+  // work is the Python interpreter's, one core per process.
+  const size_t shards = std::min<size_t>({8, missing.size(), std::max(1u, std::thread::hardware_concurrency())});
   spdlog::info("oracle: counting the work of {} workload(s) of {} on {} ({} process{})", missing.size(), p.def.name,
                device_, shards, shards == 1 ? "" : "es");
   std::vector<std::future<RunResult>> runs;

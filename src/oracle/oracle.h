@@ -50,7 +50,9 @@ class Oracle {
                                   bool time_compile = false, bool timings_only = false);
   // The reference's work per workload (the oracle's `count` command: "matrix_flops" by dtype,
   // "elementwise_flops", "bytes_in", "bytes_out", "bytes", or "ok": false and "message"),
-  // cached under cache_root()/bounds.
+  // cached under cache_root()/bounds. The cache key leaves the device out: the count depends on the
+  // shapes and the stored inputs only, so a count made on a CPU serves a GPU run (a problem whose
+  // reference loops in Python over 10^5-10^6 small ops can be counted off the GPU machine).
   std::vector<nlohmann::json> count(const Problem& p, const std::vector<const Workload*>& workloads);
   // Loads a file of an entry after checking its hash against the manifest (UserError if not).
   SafeTensors load(const OracleEntry& e, const std::string& file) const;
@@ -62,6 +64,8 @@ class Oracle {
   // seconds) plus the generation, per call that has regenerated inputs.
   SafeTensors load_inputs(const Problem& p, const OracleEntry& e) const;
   std::string key(const Problem& p, const Workload& w, uint64_t seed) const;
+  // key() without the device: the bounds cache's key.
+  std::string count_key(const Problem& p, const Workload& w) const;
   static std::string version();
   // Wall-clock seconds one oracle run (one problem) may spend compiling and timing torch.compile;
   // workloads past it get compile_timing {"skipped": ...} and are redone by a later ensure().
