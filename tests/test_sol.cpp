@@ -1,6 +1,6 @@
 // test_sol.cpp — speed-of-light bounds on CPU, checked exactly on closed forms: the oracle's work
 // count (kernelarc_oracle.py count, through Oracle::count) for a GEMM (2·M·N·K), RMSNorm (bytes =
-// its inputs and output) and attention (full: 4·B·H·Sq·Skv·D; causal SDPA: 4·B·H·D·Σ_i min(i+1,Skv),
+// its inputs and output), a paged pool (bytes = the pages read) and attention (full: 4·B·H·Sq·Skv·D; causal SDPA: 4·B·H·D·Σ_i min(i+1,Skv),
 // where FlopCounterMode itself reports the full 4·B·H·Sq·Skv·D and nothing at all for the CPU
 // flash kernel), the SOL formula and its limiting term, and the score's edge cases.
 #include <gtest/gtest.h>
@@ -75,6 +75,26 @@ TEST(SolCount, GemmFlopsAre2MNK) {
   EXPECT_EQ(c["matrix_flops"]["bfloat16"].get<double>(), 2.0 * 37 * 48 * 80);
   EXPECT_EQ(c["elementwise_flops"].get<double>(), 0);
   EXPECT_EQ(c["bytes"].get<double>(), 2.0 * (37 * 80 + 48 * 80 + 37 * 48));
+}
+
+// A paged pool is charged for the pages the reference reads, not for the pool: through a view and
+// a dtype conversion (`cache.squeeze(1).to(torch.float32)`), then a gather of every 7th page
+// (10 of 70) and a slice of 3 more pages; the query is read whole.
+TEST(SolCount, PagedPoolIsChargedForThePagesRead) {
+  TempDir t;
+  json def = {{"name", "paged"},
+              {"axes", {{"B", {{"type", "var"}}}, {"P", {{"type", "const"}, {"value", 70}}}, {"O", {{"type", "const"}, {"value", 1}}},
+                        {"N", {{"type", "const"}, {"value", 13}}}, {"D", {{"type", "const"}, {"value", 16}}}}},
+              {"inputs", {{"cache", {{"shape", {"P", "O", "D"}}, {"dtype", "bfloat16"}}}, {"q", {{"shape", {"B", "D"}}, {"dtype", "float32"}}}}},
+              {"outputs", {{"s", {{"shape", {"B", "N"}}, {"dtype", "float32"}}}}},
+              {"reference",
+               "import torch\ndef run(cache, q):\n    flat = cache.squeeze(1).to(torch.float32)\n"
+               "    k = torch.cat([flat[torch.arange(0, 70, 7, device=flat.device)], flat[1:4]])\n    return q @ k.T\n"}};
+  json c = count_one(write_problem(t.path, "paged", def, {{"B", 5}}), t.path);
+  EXPECT_EQ(c["bytes_in_whole"].get<double>(), 2.0 * 70 * 16 + 4.0 * 5 * 16);
+  EXPECT_EQ(c["bytes_in"].get<double>(), 2.0 * 13 * 16 + 4.0 * 5 * 16);
+  EXPECT_EQ(c["bytes"].get<double>(), 2.0 * 13 * 16 + 4.0 * 5 * 16 + 4.0 * 5 * 13);
+  EXPECT_NE(c["notes"].dump().find("cache: 13 of 70 rows read"), std::string::npos) << c["notes"].dump();
 }
 
 TEST(SolCount, DevGemm004) {

@@ -1091,7 +1091,14 @@ def time_cuda(fn, values, device):
 # 4·B·H·Sq·Skv·D. FlopCounterMode's own total is kept beside ("flop_counter_total").
 # Elementwise work: every pointwise op counts its output's element count, every reduction (and
 # softmax-like op) its largest input's element count, as FLOPs at the fp32 (CUDA-core) rate.
-# Bytes: each tensor input read once plus each output written once (sum of nbytes).
+# Bytes: each output written once, and each tensor input read once, charged for the rows (indices
+# along its first dimension) the reference reads from it. A paged KV cache is a pool of pages of
+# which a workload reads a few (018: 8 of 989 669 pages, 1.14 GB of pool): a kernel must move the
+# pages it reads, not the pool. The counter follows each input's storage through views and
+# through dtype conversions that keep its rows (`cache.squeeze(1).to(torch.float32)`), records
+# the rows an indexing op gathers through it (`flat[page_ids]`: aten.index, index_select,
+# embedding), and charges every other op that reads it with the rows its memory spans (a whole
+# tensor read, a slice, a select). An input the counter never sees read is charged whole.
 
 _SOFTMAX_LIKE = {"_softmax", "_log_softmax", "softmax", "log_softmax", "logsumexp", "native_layer_norm",
                  "native_group_norm", "native_batch_norm", "_native_batch_norm_legit_no_training", "_fused_rms_norm",
@@ -1118,6 +1125,96 @@ def _make_counter():
             self.by_op = {}       # op name -> FLOPs (matrix and elementwise)
             self.elementwise = 0
             self.notes = []
+            # Row reads (see "Bytes" above): storage address -> (input index, first row, bytes per
+            # row, byte offset of row 0, the storage kept alive so that its address is not reused).
+            self.storages = {}
+            self.touched = {}     # input index -> bool tensor over its rows (CPU)
+
+        def track_inputs(self, args):
+            for i, t in enumerate(args):
+                if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.numel() > 0 and t.stride(0) > 0:
+                    st = t.untyped_storage()
+                    self.storages[st.data_ptr()] = (i, 0, t.stride(0) * t.element_size(),
+                                                    t.storage_offset() * t.element_size(), st)
+                    self.touched[i] = torch.zeros(t.shape[0], dtype=torch.bool)
+
+        def _window(self, t):
+            """(input index, first row, end row, whether t's dim 0 runs along those rows) of the
+            input rows t's memory spans, or None when t is no input's."""
+            if t.numel() == 0:
+                return None
+            try:
+                reg = self.storages.get(t.untyped_storage().data_ptr())
+            except Exception:
+                return None
+            if reg is None:
+                return None
+            i, base, row_bytes, off0, _ = reg
+            es = t.element_size()
+            off = t.storage_offset() * es - off0
+            span = (sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride())) + 1) * es
+            first, end = off // row_bytes, (off + span - 1) // row_bytes + 1
+            aligned = t.dim() >= 1 and t.stride(0) * es == row_bytes and off % row_bytes == 0
+            return i, base + first, base + end, aligned
+
+        def _read(self, w):
+            i, first, end, _ = w
+            rows = self.touched[i]
+            rows[max(first, 0):min(end, rows.numel())] = True
+
+        def _track(self, func, name, args, kwargs, out):
+            if getattr(func, "is_view", False) or not self.storages:
+                return
+            leaves = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+            wins = [(a, self._window(a)) for a in leaves]
+            if not any(w for _, w in wins):
+                return
+            src = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            ws = self._window(src) if src is not None else None
+            gathered = None
+            if ws and ws[3]:
+                if name == "index" and len(args) > 1 and args[1] and isinstance(args[1][0], torch.Tensor):
+                    gathered = args[1][0]
+                elif name == "index_select" and len(args) > 2 and int(args[1]) == 0:
+                    gathered = args[2]
+                elif name == "embedding" and len(args) > 1:
+                    gathered = args[1]
+                if gathered is not None and gathered.dtype in (torch.bool, torch.uint8):
+                    gathered = None
+                if name in ("_to_copy", "clone") and isinstance(out, torch.Tensor) and out.dim() >= 1 and \
+                        out.shape[0] == src.shape[0] and out.stride(0) > 0:
+                    st = out.untyped_storage()
+                    self.storages[st.data_ptr()] = (ws[0], ws[1], out.stride(0) * out.element_size(),
+                                                    out.storage_offset() * out.element_size(), st)
+                    return
+            for a, w in wins:
+                if not w:
+                    continue
+                if a is src and gathered is not None:
+                    idx = gathered.detach().flatten().to("cpu", torch.long) % max(src.shape[0], 1)
+                    rows = self.touched[w[0]]
+                    idx = idx + w[1]
+                    rows[idx[(idx >= 0) & (idx < rows.numel())]] = True
+                else:
+                    self._read(w)
+
+        def input_bytes(self, values, names):
+            """Bytes charged for the inputs (see "Bytes" above), and notes on the partial ones."""
+            total, notes = 0, []
+            for i, v in enumerate(values):
+                if not isinstance(v, torch.Tensor):
+                    continue
+                full = v.numel() * v.element_size()
+                rows = self.touched.get(i)
+                if rows is None or not bool(rows.any()):
+                    total += full
+                    continue
+                n = int(rows.sum())
+                total += full * n // rows.numel()
+                if n < rows.numel():
+                    name = names[i] if i < len(names) else f"input {i}"
+                    notes.append(f"{name}: {n} of {rows.numel()} rows read")
+            return total, notes
 
         def _add(self, dtype, op, n):
             self.matrix[dtype] = self.matrix.get(dtype, 0) + int(n)
@@ -1135,6 +1232,10 @@ def _make_counter():
         def _count(self, func, args, kwargs, out):
             packet = func.overloadpacket
             name = packet.__name__
+            try:
+                self._track(func, name, args, kwargs, out)
+            except Exception as e:
+                self.notes.append(f"cannot follow the reads of {func}: {exc_text(e)[:200]}")
             tensors = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
             dtype = torch_dtype_name(tensors[0].dtype) if tensors else "float32"
             if name in _SDPA_OPS:
@@ -1181,12 +1282,16 @@ def count_work(run_fn, values, defn):
     counter = SolCounter()
     fcm = FlopCounterMode(display=False)
     args = _clone_args(values)
+    counter.track_inputs(args)
     with fcm:
         with counter:
             result = run_fn(*args)
     outputs = normalize_outputs(result, defn)
-    del result, args
-    bytes_in = sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+    del result
+    bytes_in, read_notes = counter.input_bytes(args, list(defn["inputs"].keys()))
+    counter.notes.extend(read_notes)
+    del args
+    bytes_in_whole = sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
     bytes_out = sum(t.numel() * t.element_size() for t in outputs.values())
     del outputs
     return {
@@ -1196,6 +1301,7 @@ def count_work(run_fn, values, defn):
         "flop_counter_total": int(fcm.get_total_flops()),
         "by_op": counter.by_op,
         "bytes_in": int(bytes_in),
+        "bytes_in_whole": int(bytes_in_whole),
         "bytes_out": int(bytes_out),
         "bytes": int(bytes_in + bytes_out),
         "notes": counter.notes,
