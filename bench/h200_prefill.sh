@@ -46,7 +46,7 @@ W019=${W019:-0,7,16,19,20,28}
 # GQA: the wgmma points first (MMA=1: 2 warpgroups sharing 64-key tiles with P V overlapping the
 # softmax; the same without the overlap; 1 warpgroup, 2 CTAs per SM; 2 warpgroups on 128-key tiles),
 # then two mma.sync points as the in-run baseline.
-PTS_GQA=${PTS_GQA:-"WARPS=8,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=1 WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=4,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=4,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=0 WARPS=8,KV_TILE=32,STAGES=4,ORDER=1,Q_IN_SMEM=1"}
+PTS_GQA=${PTS_GQA-"WARPS=8,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=1 WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=4,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=4,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=0 WARPS=8,KV_TILE=32,STAGES=4,ORDER=1,Q_IN_SMEM=1"}
 # MLA: the wgmma points first (MMA=1: 3 warpgroups, Q's ckv part in registers, 32-key tiles in 6 or 4
 # stages, P V overlapping the softmax; 2 warpgroups on 64-key tiles in 2 stages, no overlap), then
 # the two mma.sync points of the earlier runs as the in-run baseline.

@@ -11,8 +11,9 @@
 #   4. ncu (SpeedOfLight, memory, occupancy, warp states) of the first decode point of each family on
 #      the largest-KV workload, NCU_S seconds each, if the machine allows profiling;
 #   5. bench/h200_sol.sh on SOL_PROBS (empty: skipped) with what is left of DEADLINE (default 575 s).
-# Each step writes under $OUT (attention/, prefill/, gemm/, ncu_*.txt, sol/ archives); the summaries
-# are printed last.
+# An empty list skips its family (both prefill lists empty: no prefill step). Each step writes under
+# $OUT (attention/, prefill/, gemm/, ncu_*.txt, sol/ archives); the summaries are printed last, then
+# everything but sol_cache.tgz is packed into $OUT/sweep_logs.tgz (the device returns 8 files).
 set -uo pipefail
 export OUT=${OUT:-/tmp/ka-out}
 mkdir -p "$OUT"
@@ -41,7 +42,7 @@ oneline() { echo $*; }  # newlines to spaces
 
 PTS_GQA=$(oneline $SWEEP_GQA) PTS_MLA=$(oneline $SWEEP_MLA) CASES=${DECODE_CASES:-workloads} BUDGET=0 SELFTEST_TIMEOUT=${DECODE_S:-75} \
   bash bench/h200_attention.sh >"$OUT/attn.txt" 2>&1
-PTS_GQA=$(oneline $SWEEP_GQAP) PTS_MLA=$(oneline $SWEEP_MLAP) CASES=workloads OPTIMIZE=0 SELFTEST_TIMEOUT=${PREFILL_S:-80} \
+[[ -n $SWEEP_GQAP$SWEEP_MLAP ]] && PTS_GQA=$(oneline $SWEEP_GQAP) PTS_MLA=$(oneline $SWEEP_MLAP) CASES=workloads OPTIMIZE=0 SELFTEST_TIMEOUT=${PREFILL_S:-80} \
   ONLY=9fb16120,007ddabb,5c51d2e8,a06f2653,0e70750d,fe63f292,54187805 DEADLINE=$((2 * ${PREFILL_S:-80} + 20)) \
   bash bench/h200_prefill.sh >"$OUT/prefill.txt" 2>&1
 ((${GEMM_S:-75} > 0)) && DEADLINE=${GEMM_S:-75} BUDGET=0 WORK=$PWD/.dev/gemm bash bench/h200_gemm_family.sh >"$OUT/gemm.txt" 2>&1
@@ -69,3 +70,5 @@ for f in attn prefill; do echo "==== $f"; tail -20 "$OUT/$f.txt"; done
 echo "==== gemm"; tail -45 "$OUT/gemm.txt" 2>/dev/null
 for f in gqa mla; do echo "==== ncu $f"; grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Stall|exit|ERR" "$OUT/ncu_$f.txt" 2>/dev/null | head -14; done
 echo "==== sol"; tail -12 "$OUT/sol.txt" 2>/dev/null
+# The device returns at most 8 files from $OUT: everything but the timing cache goes into one archive.
+(cd "$OUT" && tar czf sweep_logs.tgz --remove-files $(ls | grep -vx -e sol_cache.tgz -e sweep_logs.tgz))
