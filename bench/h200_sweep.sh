@@ -8,8 +8,10 @@
 #   2. prefill: bench/h200_prefill.sh on the largest workloads only (ONLY: 014's one large workload,
 #      016's two, 019's four) for SWEEP_GQAP / SWEEP_MLAP (TFLOP/s over unmasked scores);
 #   3. the GEMM family self-test (its newest points first) within GEMM_S seconds (0: skipped);
-#   4. ncu (SpeedOfLight, memory, occupancy, warp states) of the first decode point of each family on
-#      the largest-KV workload, NCU_S seconds each, if the machine allows profiling;
+#   4. ncu (SpeedOfLight, memory, occupancy, warp states, source counters) of the first decode point
+#      of each family on the largest-KV workload, NCU_S seconds each, if the machine allows
+#      profiling; the report, its sections as text, and the SASS instructions with the most
+#      warp-stall samples (bench/ncu_sass_top.py; NCU_TOP lines printed);
 #   5. bench/h200_sol.sh on SOL_PROBS (empty: skipped) with what is left of DEADLINE (default 575 s).
 # An empty list skips its family (both prefill lists empty: no prefill step). Each step writes under
 # $OUT (attention/, prefill/, gemm/, ncu_*.txt, sol/ archives); the summaries are printed last, then
@@ -55,9 +57,14 @@ if command -v ncu >/dev/null; then
     [[ -z $kn ]] && continue
     timeout ${NCU_S:-45} ncu --target-processes all --kernel-name regex:decode_kernel --launch-skip 2 --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
-      --section LaunchStats python3 bench/attention_selftest.py --mode cuda --family $fam --knobs "$kn" \
-      --cases workloads --only $case --time --workdir /tmp/ka-ncu-$fam >"$OUT/ncu_$fam.txt" 2>&1
-    echo "exit $?" >>"$OUT/ncu_$fam.txt"
+      --section LaunchStats --section SourceCounters -f -o "$OUT/ncu_$fam" \
+      python3 bench/attention_selftest.py --mode cuda --family $fam --knobs "$kn" \
+      --cases workloads --only $case --time --workdir /tmp/ka-ncu-$fam >"$OUT/ncu_${fam}_run.txt" 2>&1
+    echo "exit $?" >>"$OUT/ncu_${fam}_run.txt"
+    # The sections as text, and the stall samples per SASS instruction (where the warps wait).
+    ncu -i "$OUT/ncu_$fam.ncu-rep" --page details >"$OUT/ncu_$fam.txt" 2>&1
+    ncu -i "$OUT/ncu_$fam.ncu-rep" --page source --csv --print-source sass >"$OUT/ncu_${fam}_sass.csv" 2>&1
+    python3 bench/ncu_sass_top.py "$OUT/ncu_${fam}_sass.csv" >"$OUT/ncu_${fam}_top.txt" 2>&1
   done
 fi
 
@@ -68,7 +75,11 @@ if ((L > 60)) && [[ -n $SOL_PROBS ]]; then
 fi
 for f in attn prefill; do echo "==== $f"; tail -20 "$OUT/$f.txt"; done
 echo "==== gemm"; tail -45 "$OUT/gemm.txt" 2>/dev/null
-for f in gqa mla; do echo "==== ncu $f"; grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Stall|exit|ERR" "$OUT/ncu_$f.txt" 2>/dev/null | head -14; done
+for f in gqa mla; do
+  echo "==== ncu $f"
+  grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Stall|exit|ERR" "$OUT/ncu_$f.txt" "$OUT/ncu_${f}_run.txt" 2>/dev/null | head -14
+  head -${NCU_TOP:-16} "$OUT/ncu_${f}_top.txt" 2>/dev/null
+done
 echo "==== sol"; tail -12 "$OUT/sol.txt" 2>/dev/null
 # The device returns at most 8 files from $OUT: everything but the timing cache goes into one archive.
 (cd "$OUT" && tar czf sweep_logs.tgz --remove-files $(ls | grep -vx -e sol_cache.tgz -e sweep_logs.tgz))
