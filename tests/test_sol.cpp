@@ -169,7 +169,8 @@ TEST(SolOracle, TimingsOnlyEntriesHoldNoSets) {
 // loops over sequences and heads take 50-500 ms a call) gets fewer calls, bounded by the oracle's
 // time budgets (0.5 s of warm calls, at least 2; 2 s of timed calls, at least 3), and the timing
 // says how many ran. A 0.26 s call: 3 warm-up calls (the first and two warm ones), 7 timed
-// (2 s / 0.26 s).
+// (2 s / 0.26 s), or 6 when the machine is loaded (CI runs two tests at once) and a warm call takes
+// 0.29 s or more: the count follows the measured call, never more than the budget holds.
 TEST(SolOracle, SlowReferencesGetFewerTimedCalls) {
   TempDir t;
   json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(0.26)\n    return q.clone()\n");
@@ -180,8 +181,10 @@ TEST(SolOracle, SlowReferencesGetFewerTimedCalls) {
   ASSERT_TRUE(e.at(0).ok()) << e.at(0).error;
   const json& tm = e.at(0).meta.at("reference_timing");
   EXPECT_EQ(tm.at("warmup").get<int>(), 3) << tm.dump();
-  EXPECT_EQ(tm.at("iterations").get<int>(), 7) << tm.dump();
-  EXPECT_EQ(tm.at("samples_ms").size(), 7u);
+  const int n = tm.at("iterations").get<int>();
+  EXPECT_GE(n, 5) << tm.dump();
+  EXPECT_LE(n, 7) << tm.dump();
+  EXPECT_EQ(tm.at("samples_ms").size(), static_cast<size_t>(n));
   EXPECT_GE(*e.at(0).reference_ms(), 260.0);
 
   ka::Problem pf = ka::load_problem(fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128");
