@@ -45,8 +45,9 @@ COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_
 # ── 2. self-test outside the judge ──────────────────────────────────────────────────────────────
 # PTS_GQA / PTS_MLA: space-separated knob lists (two points each by default); CASES: synthetic |
 # workloads | both (default both).
-PTS_GQA=${PTS_GQA:-"WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0 WARPS=4,TILE=64,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=256"}
-PTS_MLA=${PTS_MLA:-"WARPS=4,TILE=32,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=256 WARPS=8,TILE=32,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=0"}
+# (An empty list, PTS_MLA= for instance, skips that family: hence `-`, not `:-`.)
+PTS_GQA=${PTS_GQA-"WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0,L2_PREFETCH=0 WARPS=4,TILE=64,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=256,L2_PREFETCH=0"}
+PTS_MLA=${PTS_MLA-"WARPS=8,TILE=64,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0,L2_PREFETCH=0 WARPS=8,TILE=32,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=0,L2_PREFETCH=0"}
 knob_args() { for k in $1; do printf -- '--knobs %s ' "$k"; done; }
 for fam in gqa mla; do
   [[ $fam == gqa ]] && pts=$PTS_GQA || pts=$PTS_MLA
