@@ -427,13 +427,16 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
   // reads before the __syncthreads that opens iteration t, which precedes the issue. (3) Phases:
   // a fill of stage s is issued only after every thread waited for the previous fill (same
   // argument), so at most one phase per barrier is in flight and its parity identifies it.
+  // (A warp reads and fills only its own rows, so the stages alone would not need the CTA barrier;
+  // the ids do: those of warp w's tokens are brought by the cp.async of other threads' lanes.)
   // Copies still in flight when the tile loop ends early are waited for before the CTA exits.
   const uint32_t bars = smem_u32(smem + BAR_OFF);
   const bool no_pages = p.num_pages <= 0;
   const int wu = __shfl_sync(0xffffffffu, warp, 0);  // the warp index, provably warp-uniform
   const unsigned char* const kg = reinterpret_cast<const unsigned char*>(p.k + g * D);
   const unsigned char* const vg = reinterpret_cast<const unsigned char*>(p.v + g * D);
-  const int64_t kv_delta = vg - kg;  // V row = K row + kv_delta (one uniform add per row)
+  // V row = K row + kv_delta (one uniform add per row instead of a second multiply-add)
+  const uintptr_t kv_delta = reinterpret_cast<uintptr_t>(vg) - reinterpret_cast<uintptr_t>(kg);
   // Issues tile `tile_v` (the same in every lane); pages(stage, pg) gives the pages of the warp's
   // TPW tokens, the same in every lane (uniform), clamped into the cache.
   auto issue_bulk = [&](int tile_v, auto&& pages) {
@@ -450,7 +453,7 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
         for (int j = 0; j < TPW; ++j) {
           const unsigned char* src = kg + static_cast<int64_t>(pg[j]) * (HKV * D * 2);
           bulk_copy_g2s(ks + j * ROWB, src, 2 * D, bar);
-          bulk_copy_g2s(vs + j * ROWB, src + kv_delta, 2 * D, bar);
+          bulk_copy_g2s(vs + j * ROWB, reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(src) + kv_delta), 2 * D, bar);
         }
       }
     }
