@@ -34,6 +34,12 @@
 //                            prefetch-size hint, so the first 16-byte copy of a row brings the 256
 //                            aligned bytes around it into L2 in one request (a page-size-1 gather
 //                            reads 256-byte pieces of rows at random pages)
+//            KA_BULK         0: K/V rows gathered with 16-byte cp.async by every thread (NR per K
+//                            and per V row set per tile); 1: each K and each V row of a tile (the
+//                            2*D contiguous bytes of kv head g of one page) is ONE Hopper bulk copy
+//                            (cp.async.bulk ... mbarrier::complete_tx) completing on the stage's
+//                            mbarrier; cp.async then carries only the page ids (see "Loads, BULK=1").
+//                            Requires L2_PREFETCH == 0 (no prefetch-size hint on bulk copies).
 //
 // Work decomposition. Split-KV cuts the flat token range [0, num_kv_indices) (the concatenation of
 // all sequences, in kv_indices order) into chunks of `chunk` tokens; CTA (chunk c, kv head g) runs
@@ -63,7 +69,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||             \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH)
+    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_BULK)
 #error "gqa_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -97,7 +103,9 @@ constexpr int STAGE_BYTES = 2 * T * ROWB;
 constexpr int RED_O_BYTES = G * D * 4;
 constexpr int RED_ML_BYTES = W * G * 3 * 4;
 constexpr int IDX_BYTES = STAGES * T * 4;  // ring of page ids, one tile per slot (see the loads)
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + RED_O_BYTES + RED_ML_BYTES + 16 + IDX_BYTES;
+constexpr int BAR_OFF = STAGES * STAGE_BYTES + RED_O_BYTES + RED_ML_BYTES + 16 + IDX_BYTES;
+constexpr int BAR_BYTES = KA_BULK ? STAGES * 8 : 0;  // BULK=1: one mbarrier per stage, after the id ring
+constexpr int SMEM_BYTES = BAR_OFF + BAR_BYTES;
 constexpr bool kTwoRows = G > 8;        // mma rows 8..15 carry real heads
 constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -107,6 +115,11 @@ static_assert(W >= 1 && W <= 16 && NT % KCH == 0, "WARPS");
 static_assert(T % (16 * W) == 0 && T % RPP == 0, "TILE must be a multiple of 16*WARPS");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
+static_assert(KA_BULK == 0 || KA_BULK == 1, "BULK");
+static_assert(!KA_BULK || KA_L2_PREFETCH == 0, "BULK=1 requires L2_PREFETCH=0");
+static_assert(!KA_BULK || (BAR_OFF % 8 == 0 && RED_ML_BYTES % 16 == 0 && TPW % 4 == 0 && TPW <= 32 && ROWB % 16 == 0),
+              "BULK=1: 8-byte aligned mbarriers and 16-byte aligned id ring slots (WARPS*G a multiple of 4), "
+              "TILE/WARPS a multiple of 4 and at most 32, 16-byte rows");
 
 // ── primitives ─────────────────────────────────────────────────────────────────────────────────
 #ifdef KA_EMULATE
@@ -128,6 +141,8 @@ inline uint32_t ld_u32(const uint16_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
+// BULK=1: mbarrier and bulk-copy primitives (mbar_init, mbar_fence_init, mbar_arrive_expect_tx,
+// mbar_try_wait, bulk_copy_g2s, elect_one) come from ka_emu_ops with the CUDA signatures.
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
@@ -173,7 +188,45 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 }
 __device__ __forceinline__ uint16_t to_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
 __device__ __forceinline__ uint32_t ld_u32(const uint16_t* p) { return __ldg(reinterpret_cast<const unsigned int*>(p)); }
+// BULK=1 (PTX ISA 8.0, sm_90). mbarriers live in shared memory (8 bytes, 8-byte aligned).
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes the initialisation visible to the async proxy (the bulk copies' complete_tx) and to the
+// other threads (after the __syncthreads that follows).
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// True once the phase of parity `parity` has completed (acquire: the copies that completed it are
+// visible to this thread).
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+// One bulk copy global -> shared (this CTA's own shared memory is a valid ::cluster address);
+// completes `bytes` of the barrier's transaction count.
+__device__ __forceinline__ void bulk_copy_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// True in exactly one lane of the (fully active) warp.
+__device__ __forceinline__ bool elect_one() {
+  uint32_t e;
+  asm volatile("{\n .reg .pred e;\n elect.sync _|e, 0xffffffff;\n selp.u32 %0, 1, 0, e;\n}\n" : "=r"(e));
+  return e != 0;
+}
 #endif
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  while (!mbar_try_wait(bar, parity)) {
+  }
+}
 
 __device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
@@ -338,6 +391,117 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
     }
   };
 
+#if KA_BULK
+  // Loads, BULK=1. Warp w fetches the K and V rows of its own tokens [w*TPW, +TPW) of a tile: one
+  // elected lane issues the two bulk copies of 2*D bytes per token, the pages read from the id
+  // ring at a warp-uniform address (the prologue's, read from global memory by lanes j < TPW, are
+  // broadcast by shuffles). Why not one copy per thread: a bulk copy is a uniform-datapath
+  // instruction on sm_90 (UBLKCP, operands in uniform registers); given per-lane operands the
+  // compiler wraps it in a loop over the active lanes (~8 instructions per lane, 32 trips per
+  // warp), while operands it can prove warp-uniform (the warp index and the tile broadcast by a
+  // shuffle from lane 0, loads at uniform addresses, the kernel parameters) make each row about
+  // 11 uniform instructions (id to a uniform register, clamp, two 64-bit addresses, and per copy
+  // the destination, the barrier and the UBLKCP). Measured with CUDA 13.0 at WARPS=4, TILE=64:
+  // ~238 SASS instructions per warp per tile from the loop barrier to the commit, against ~110
+  // for BULK=0 (16 cp.async and their addresses): bulk copies of 256-byte rows do not issue
+  // fewer instructions than 16-byte cp.async over 32 lanes (512 bytes each); what they change is
+  // who does the work (one request per row for the copy engine, no per-thread LSU requests or
+  // wait_group scoreboard) — the H200 decides.
+  // Protocol: the mbarrier of each stage is initialised with count W; per fill, each warp's
+  // elected lane does arrive.expect_tx(2*TPW*2*D) and then issues its 2*TPW copies, so a thread's
+  // expect_tx precedes its own complete_tx in program order (the transaction count never goes
+  // negative) and the phase completes once all W warps arrived and all 2*T rows landed. Every row
+  // of a tile is copied, rows past the end of the range from a clamped page (the id ring holds 0
+  // for them): bulk copies cannot zero-fill, and the V rows of masked tokens (P = 0) must be
+  // finite (0 * NaN = NaN in P·V), so every fill brings exactly 2*T*2*D bytes and no stage ever
+  // holds stale or uninitialised rows. With no pages at all (nothing valid to copy) the warps
+  // arrive with a zero byte count and issue nothing, and the stages are zeroed once at the start
+  // (finite, the same values as BULK=0's zero-fill).
+  // Consumers: every thread waits on the barrier of tile t with parity (t / STAGES) & 1 (tile t is
+  // fill number t / STAGES of stage t % STAGES).
+  // Ordering. (1) Ids: the ids of tile u travel in the cp.async group committed with tile
+  // u - (STAGES-1) (as with BULK=0; those groups now carry only ids); at iteration
+  // t = u - (STAGES-1) every thread's cp.async.wait_group<STAGES-2> retires that group and the
+  // __syncthreads makes the ids visible to the issuing warps. (2) Stage reuse: tile u goes to
+  // stage (t-1) % STAGES, last read (ldmatrix) at iteration t-1, and every warp finished those
+  // reads before the __syncthreads that opens iteration t, which precedes the issue. (3) Phases:
+  // a fill of stage s is issued only after every thread waited for the previous fill (same
+  // argument), so at most one phase per barrier is in flight and its parity identifies it.
+  // (A warp reads and fills only its own rows, so the stages alone would not need the CTA barrier;
+  // the ids do: those of warp w's tokens are brought by the cp.async of other threads' lanes.)
+  // Copies still in flight when the tile loop ends early are waited for before the CTA exits.
+  const uint32_t bars = smem_u32(smem + BAR_OFF);
+  const bool no_pages = p.num_pages <= 0;
+  const int wu = __shfl_sync(0xffffffffu, warp, 0);  // the warp index, provably warp-uniform
+  const unsigned char* const kg = reinterpret_cast<const unsigned char*>(p.k + g * D);
+  const unsigned char* const vg = reinterpret_cast<const unsigned char*>(p.v + g * D);
+  // V row = K row + kv_delta (one uniform add per row instead of a second multiply-add)
+  const uintptr_t kv_delta = reinterpret_cast<uintptr_t>(vg) - reinterpret_cast<uintptr_t>(kg);
+  // Issues tile `tile_v` (the same in every lane); pages(stage, pg) gives the pages of the warp's
+  // TPW tokens, the same in every lane (uniform), clamped into the cache.
+  auto issue_bulk = [&](int tile_v, auto&& pages) {
+    const int stage = __shfl_sync(0xffffffffu, tile_v, 0) % STAGES;
+    const uint32_t bar = bars + stage * 8;
+    const uint32_t ks = smem_u32(stages + stage * STAGE_BYTES + wu * TPW * ROWB);
+    const uint32_t vs = ks + T * ROWB;
+    if (elect_one()) {
+      mbar_arrive_expect_tx(bar, no_pages ? 0u : 2u * TPW * 2 * D);
+      if (!no_pages) {
+        int pg[TPW];
+        pages(stage, pg);
+#pragma unroll
+        for (int j = 0; j < TPW; ++j) {
+          const unsigned char* src = kg + static_cast<int64_t>(pg[j]) * (HKV * D * 2);
+          bulk_copy_g2s(ks + j * ROWB, src, 2 * D, bar);
+          bulk_copy_g2s(vs + j * ROWB, reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(src) + kv_delta), 2 * D, bar);
+        }
+      }
+    }
+  };
+  // Main loop: the pages from the id ring, read at a warp-uniform address 16 bytes at a time.
+  auto ring_pages = [&](int stage, int (&pg)[TPW]) {
+    const int4* slot = reinterpret_cast<const int4*>(idx_ring + stage * T + wu * TPW);
+#pragma unroll
+    for (int j = 0; j < TPW / 4; ++j) {
+      const int4 q = slot[j];
+      pg[4 * j] = clamp_page(q.x);
+      pg[4 * j + 1] = clamp_page(q.y);
+      pg[4 * j + 2] = clamp_page(q.z);
+      pg[4 * j + 3] = clamp_page(q.w);
+    }
+  };
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) mbar_init(bars + 8 * s, W);
+    mbar_fence_init();
+  }
+  if (no_pages)
+    for (int i = tid; i < STAGES * STAGE_BYTES / 16; i += NT) reinterpret_cast<uint4*>(stages)[i] = make_uint4(0u, 0u, 0u, 0u);
+  __syncthreads();  // barriers initialised before any arrival or copy
+
+  // Prologue (as below): the first STAGES-1 tiles in flight, their pages read directly first (lane
+  // j < TPW reads token j's) and broadcast by shuffles.
+  {
+    int pre[STAGES - 1];
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      const int pos = cs + s * T + wu * TPW + lane;
+      pre[s] = s < ntiles && lane < TPW && pos < ce ? clamp_page(__ldg(p.indices + pos)) : 0;
+    }
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      int bc[TPW];
+#pragma unroll
+      for (int j = 0; j < TPW; ++j) bc[j] = __shfl_sync(0xffffffffu, pre[s], j);
+      if (s < ntiles)
+        issue_bulk(s, [&](int, int (&pg)[TPW]) {
+#pragma unroll
+          for (int j = 0; j < TPW; ++j) pg[j] = bc[j];
+        });
+      prefetch_idx(s + STAGES - 1);
+      cp_async_commit();
+    }
+  }
+#else
   // Prologue: the first STAGES-1 tiles in flight (their ids read directly, all before the first
   // issue so that those loads overlap), each group with the ids of the tile STAGES-1 later.
   Rows rows;
@@ -353,6 +517,7 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
       cp_async_commit();
     }
   }
+#endif
 
   // Segment walk state (uniform over the CTA).
   const bool first_chunk = seq_mode || unit == 0;
@@ -631,18 +796,30 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
   };
 
   bool have = advance(cur_b);
+#if KA_BULK
+  int waited = 0;  // tiles 0..waited-1 were waited for
+#endif
   for (int t = 0; t < ntiles && have; ++t) {
     cp_async_wait_n<STAGES - 2>();
-    __syncthreads();  // tile t landed for every thread; every warp is done with tile t-1
+    __syncthreads();  // tile t landed for every thread (BULK=1: the ids of tile t+STAGES-1); every warp is done with tile t-1
     {
       const int u = t + STAGES - 1;
+#if KA_BULK
+      if (u < ntiles) issue_bulk(u, ring_pages);
+#else
       if (u < ntiles) {
         ring_idx(u, rows);
         issue(u % STAGES, rows);
       }
+#endif
       prefetch_idx(u + STAGES - 1);
       cp_async_commit();
     }
+#if KA_BULK
+    // After the issue, so that the next fill is not held behind this tile's arrival.
+    mbar_wait(bars + (t % STAGES) * 8, (t / STAGES) & 1);
+    waited = t + 1;
+#endif
     const int ts = cs + t * T, te = imin(ts + T, ce);
     const int stage = t % STAGES;
     while (true) {
@@ -654,6 +831,11 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
       if (!have) break;
     }
   }
+#if KA_BULK
+  // A CTA must not exit with bulk copies into its shared memory in flight: wait for the tiles
+  // issued (min(ntiles, waited + STAGES-1) of them) but not consumed.
+  for (int u = waited; u < imin(ntiles, waited + STAGES - 1); ++u) mbar_wait(bars + (u % STAGES) * 8, (u / STAGES) & 1);
+#endif
   cp_async_wait_n<0>();
 }
 

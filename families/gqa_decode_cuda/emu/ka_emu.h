@@ -23,6 +23,18 @@
 // their commit group, so reading (or writing) accumulators before the wait shows up; a wgmma
 // issued with nothing in flight and no wgmma.fence since the last wait is reported (the fence that
 // orders register writes before the async read). fence.proxy.async is accepted and not checked.
+// Hopper mbarriers and bulk copies (gqa_decode_cuda's BULK=1 path): mbarrier.init,
+// arrive.expect_tx, try_wait.parity, cp.async.bulk global -> shared with complete_tx, elect.sync.
+// A bulk copy is not performed at issue: its destination is poisoned (as for cp.async) and the
+// copy is recorded as pending on its mbarrier; the pending copies are performed, each completing
+// its bytes of the transaction count, only when the barrier's phase has all its arrivals, at the
+// first try_wait (or arrival) that looks at it. A try_wait succeeds only when the phase of the
+// asked parity has completed (arrivals == count and tx == 0), otherwise the thread blocks until it
+// does. Reported and aborted: tx-count overflow or underflow (more bytes completed than expected),
+// an arrival beyond the count while the phase still misses bytes, a bulk copy into shared memory a
+// pending bulk copy still writes, operations on an address without an initialised mbarrier, a CTA
+// that exits with bulk copies in flight, and a deadlock (every live thread waits, e.g. on a phase
+// that can never complete), with the barriers' states.
 #pragma once
 #include <ucontext.h>
 
@@ -85,7 +97,23 @@ struct Copy {
   int size = 16;  // 16 or 4 bytes
 };
 
-enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4 };
+enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4, kMbar = 5 };
+
+// One cp.async.bulk global -> shared, issued and not yet performed.
+struct BulkCopy {
+  uint32_t dst;
+  const void* src;
+  uint32_t bytes;
+};
+// An mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"):
+// pending arrivals and the transaction count of the current phase, and the completed phases.
+struct MBar {
+  int count = 0;                 // arrivals per phase (init)
+  int pending = 0;               // arrivals the current phase still misses
+  int64_t tx = 0;                // bytes expected (expect_tx) minus bytes completed, current phase
+  uint64_t phase = 0;            // completed phases; the current phase's parity is phase & 1
+  std::vector<BulkCopy> copies;  // issued, not yet performed (they complete on this barrier)
+};
 
 struct Fiber {
   ucontext_t ctx;
@@ -100,6 +128,7 @@ struct Fiber {
   std::vector<std::vector<std::pair<float*, float>>> wg_groups;
   std::unordered_map<float*, std::pair<float, int>> wg_latest;  // register -> (newest in-flight value, writes in flight)
   bool wg_fenced = false;
+  uint32_t wait_bar = 0, wait_parity = 0;  // kMbar: the mbarrier and the parity waited for
 };
 
 // A warpgroup collective (128 threads) in progress: each thread leaves pointers to its input and
@@ -134,6 +163,8 @@ struct Cta {
   std::vector<WgSlot> wgs;
   std::vector<unsigned char> smem;
   std::function<void()> body;
+  std::unordered_map<uint32_t, MBar> mbars;  // by shared-memory address
+  std::vector<unsigned char> bulk_pending;   // per shared byte: 1 while a pending bulk copy writes it
 };
 
 inline Cta*& cta() {
@@ -245,6 +276,38 @@ void wg_collective(int kind, const In& in, Out& out, F compute) {
   }
 }
 
+inline MBar& mbar_at(uint32_t addr) {
+  auto it = cta()->mbars.find(addr);
+  if (it == cta()->mbars.end()) fail("mbarrier operation on a shared address that holds no initialised mbarrier");
+  return it->second;
+}
+// Completes the current phase of b if it can: once all arrivals are in, the pending copies are
+// performed (each completing its bytes), and the phase completes when the tx-count is then zero.
+inline bool mbar_try_complete(MBar& b) {
+  if (b.pending != 0) return false;
+  Cta* c = cta();
+  for (const BulkCopy& cp : b.copies) {
+    std::memcpy(&c->smem[cp.dst], cp.src, cp.bytes);
+    std::memset(&c->bulk_pending[cp.dst], 0, cp.bytes);
+    b.tx -= cp.bytes;
+    if (b.tx < 0) fail("mbarrier tx-count underflow: bulk copies complete more bytes than the phase's expect_tx");
+  }
+  b.copies.clear();
+  if (b.tx != 0) return false;
+  b.phase++;
+  b.pending = b.count;
+  return true;
+}
+inline void mbar_report() {
+  for (const auto& [addr, b] : cta()->mbars)
+    std::fprintf(stderr, "ka_emu:   mbarrier @%u: %d of %d arrivals, tx %lld bytes outstanding, %zu copies pending, %llu phases completed\n",
+                 addr, b.count - b.pending, b.count, static_cast<long long>(b.tx), b.copies.size(),
+                 static_cast<unsigned long long>(b.phase));
+  for (const Fiber& f : cta()->fibers)
+    if (f.state == kMbar)
+      std::fprintf(stderr, "ka_emu:   thread %d waits on mbarrier @%u for parity %u\n", f.tid, f.wait_bar, f.wait_parity);
+}
+
 inline void run_cta(Cta& c) {
   cta() = &c;
   const size_t stack_bytes = 512 * 1024;
@@ -254,6 +317,8 @@ inline void run_cta(Cta& c) {
   c.wgs.assign((c.nthreads + 127) / 128, WgSlot{});
   c.bar_count = 0;
   c.bar_gen = 0;
+  c.mbars.clear();
+  c.bulk_pending.assign(c.smem.size(), 0);
   for (int i = 0; i < c.nthreads; ++i) {
     Fiber& f = c.fibers[i];
     f.tid = i;
@@ -279,6 +344,11 @@ inline void run_cta(Cta& c) {
       } else if (f.state == kWarpGroup) {
         if (c.wgs[i / 128].gen == f.wait_gen) continue;
         f.state = kRunnable;
+      } else if (f.state == kMbar) {
+        MBar& b = mbar_at(f.wait_bar);
+        mbar_try_complete(b);
+        if ((b.phase & 1) == f.wait_parity) continue;
+        f.state = kRunnable;
       }
       c.current = i;
       swapcontext(&c.sched, &f.ctx);
@@ -290,8 +360,16 @@ inline void run_cta(Cta& c) {
         if (c.wgs[i / 128].count > 0) fail("a thread exited while its warpgroup waits in a wgmma");
       }
     }
-    if (!progressed && done < c.nthreads) fail("deadlock: every live thread waits (barrier or collective never completed)");
+    if (!progressed && done < c.nthreads) {
+      if (!c.mbars.empty()) mbar_report();
+      fail("deadlock: every live thread waits (barrier, collective or mbarrier phase never completed)");
+    }
   }
+  for (auto& [addr, b] : c.mbars)
+    if (!b.copies.empty() || b.tx != 0) {
+      mbar_report();
+      fail("a CTA exited with bulk copies in flight (or expected bytes never delivered) on an mbarrier");
+    }
   cta() = nullptr;
 }
 
@@ -685,6 +763,59 @@ inline void wgmma_wait(int n) {
   if (f.wg_groups.empty() && f.wg_open.empty()) f.wg_fenced = false;
 }
 inline void fence_proxy_async() {}
+
+// ── mbarriers and bulk copies ──
+inline void mbar_init(uint32_t bar, int count) {
+  emu::check_smem(bar, 8, 8);
+  if (count < 1 || count > (1 << 20) - 1) emu::fail("mbarrier.init: count out of range");
+  auto& m = emu::cta()->mbars;
+  const auto it = m.find(bar);
+  if (it != m.end() && !it->second.copies.empty()) emu::fail("mbarrier.init on a barrier with bulk copies pending");
+  emu::MBar b;
+  b.count = b.pending = count;
+  m[bar] = b;
+  std::memset(&emu::smem_base()[bar], 0x5A, 8);  // opaque: the kernel must not read it as data
+}
+inline void mbar_fence_init() {}
+inline void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  emu::MBar& b = emu::mbar_at(bar);
+  if (b.pending == 0 && !emu::mbar_try_complete(b))
+    emu::fail("mbarrier arrival beyond the count while the phase still misses bytes (arrival count underflow)");
+  b.tx += bytes;
+  if (b.tx > (1 << 20) - 1) emu::fail("mbarrier tx-count overflow (more than 2^20-1 bytes expected in one phase)");
+  b.pending--;
+}
+inline bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  if (parity > 1) emu::fail("mbarrier.try_wait.parity: parity other than 0 or 1");
+  while (true) {
+    emu::MBar& b = emu::mbar_at(bar);
+    if ((b.phase & 1) != parity) return true;  // the phase of this parity has completed
+    if (emu::mbar_try_complete(b) && (b.phase & 1) != parity) return true;
+    auto& f = emu::self();
+    f.state = emu::kMbar;
+    f.wait_bar = bar;
+    f.wait_parity = parity;
+    emu::block_and_yield();
+  }
+}
+inline void bulk_copy_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  if (bytes == 0 || bytes % 16) emu::fail("cp.async.bulk: size not a positive multiple of 16");
+  if (reinterpret_cast<uintptr_t>(src) % 16) emu::fail("cp.async.bulk from a misaligned global address");
+  emu::check_smem(dst, static_cast<int>(bytes), 16);
+  emu::MBar& b = emu::mbar_at(bar);
+  auto& pend = emu::cta()->bulk_pending;
+  for (uint32_t i = 0; i < bytes; ++i)
+    if (pend[dst + i]) emu::fail("bulk copy into shared memory that a pending bulk copy still writes (stage refilled too early)");
+  std::memset(&pend[dst], 1, bytes);
+  std::memset(&emu::smem_base()[dst], 0xFF, bytes);  // poison until the phase completes
+  b.copies.push_back({dst, src, bytes});
+}
+// elect.sync with a full mask: a warp collective, true in lane 0 (the lowest active lane).
+inline bool elect_one() {
+  return emu::collective<int, int>(40, 0, [&](const int*, int* out) {
+    for (int l = 0; l < 32; ++l) out[l] = l == 0;
+  });
+}
 
 inline uint16_t f2bf(float f) {
   uint32_t u = __float_as_uint(f);
