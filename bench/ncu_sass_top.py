@@ -23,12 +23,17 @@ def main():
         top = int(args[i + 1])
         del args[i:i + 2]
     f = open(args[0], newline="") if args else sys.stdin
-    lines = [l for l in f if l.count(",") >= 2]  # skip ncu's banner lines
-    rows = list(csv.DictReader(lines))
+    lines = f.read().splitlines()
+    # ncu prints a "Kernel Name" line (and any banner) before the table: start at its header.
+    start = next((i for i, l in enumerate(lines) if l.startswith('"Address"')), None)
+    if start is None:
+        print("no table header (\"Address\", ...) found")
+        return 1
+    rows = list(csv.DictReader(lines[start:]))
     if not rows:
         print("no rows (was the report exported with --page source --csv --print-source sass?)")
         return 1
-    cols = list(rows[0].keys())
+    cols = [c for c in rows[0].keys() if c]
     samp = next((c for c in cols if "Stall Sampling (All" in c), None)
     src = next((c for c in cols if c.strip() == "Source"), None)
     addr = next((c for c in cols if "Address" in c), None)
