@@ -3,7 +3,9 @@
 # repo root after scripts/device-pack.sh (carry .dev and .data): `kernelarc sol` on each dev
 # FlashInfer-Bench problem in PROBS (default: all 19), one process per problem so that one slow
 # problem cannot take the others down, each given what is left of DEADLINE seconds (default 540).
-# COMPILE_BUDGET (default 90) is the seconds per problem for compiling and timing torch.compile.
+# COMPILE_BUDGET (default 300) is the seconds per problem for compiling and timing torch.compile: the
+# timing counts too, and the compiled calls of slow references use it up (012: 41 of 48 workloads
+# in 90 s); DEADLINE and PROBLEM_LIMIT bound the run anyway.
 # PROBLEM_LIMIT (default: what is left) caps the seconds given to one problem.
 # The oracle keeps no input sets for `sol` (timings-only entries), so the largest problems fit on
 # disk. Outputs: $OUT/sol_logs.tgz (per problem the table and the log); the last lines printed
@@ -32,7 +34,7 @@ for n in ${PROBS:-$all}; do
   t0=$(date +%s)
   # --time-limit ends the oracle's timing run in time to print the table (the workloads timed so
   # far are kept in the cache, so a later run goes on from there); timeout is the backstop.
-  timeout -k 20 "$left" $K sol "$P/$n" --compile-budget "${COMPILE_BUDGET:-90}" --time-limit $((left - 15)) \
+  timeout -k 20 "$left" $K sol "$P/$n" --compile-budget "${COMPILE_BUDGET:-300}" --time-limit $((left - 15)) \
     >"$OUT/$n.txt" 2>"$OUT/$n.log"
   echo "$n: rc $? in $(( $(date +%s) - t0 )) s" >>"$OUT/runs.txt"
 done

@@ -68,7 +68,7 @@ fi
 
 L=$(left)
 if ((L > 60)) && [[ -n $SOL_PROBS ]]; then
-  DEADLINE=$L PROBLEM_LIMIT=${PROBLEM_LIMIT:-150} COMPILE_BUDGET=${COMPILE_BUDGET:-60} PROBS=$(oneline $SOL_PROBS) \
+  DEADLINE=$L PROBLEM_LIMIT=${PROBLEM_LIMIT:-150} COMPILE_BUDGET=${COMPILE_BUDGET:-300} PROBS=$(oneline $SOL_PROBS) \
     bash bench/h200_sol.sh >"$OUT/sol.txt" 2>&1
 fi
 for f in attn prefill; do echo "==== $f"; tail -20 "$OUT/$f.txt"; done
