@@ -292,7 +292,7 @@ struct Params {
 };
 
 // #{b in [1, B] : indptr[b] <= x} for a non-decreasing indptr: a 32-ary search by one warp (all
-// lanes get the result). Called by every warp, in warp-uniform control flow.
+// lanes get the result). Called by every (consumer) warp, in warp-uniform control flow.
 __device__ __forceinline__ int count_le(const int* __restrict__ ip, int B, int x, int lane) {
   int lo = 1, hi = B, count = 0;
   while (lo <= hi) {
@@ -313,7 +313,8 @@ __device__ __forceinline__ int count_le(const int* __restrict__ ip, int B, int x
   return count;
 }
 
-// Merges the partials of sequence b, kv head g into out/lse (every thread of the CTA takes part).
+// Merges the partials of sequence b, kv head g into out/lse (threads 0..NT-1 take part: the whole
+// merge kernel's CTA, or the decode CTA's consumer warps).
 __device__ __forceinline__ void merge_group(const Params& p, int b, int g, int tid) {
   const int s = __ldg(p.indptr + b), e = __ldg(p.indptr + b + 1);
   const int c0 = s / p.chunk, c1 = (e - 1) / p.chunk;
@@ -441,12 +442,17 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   // source addresses and a zero-fill predicate; the destinations are immediates off one base.
   // Why not bulk copies from one elected lane: those are uniform-datapath instructions whose
   // operands (the page id per row) must be moved to uniform registers one row at a time (~11
-  // instructions per row, measured for BULK=1: 2*T copies per tile would be ~11*T instructions in
-  // one warp — ~700 at TILE=64 against ~4*T/RPI + T/RPI*2 here), and bulk copies cannot zero-fill,
-  // which cp.async does for free (rows past the range and the no-pages case need no special code:
-  // their src-size is 0, so masked V rows are finite zeros, as with BULK=0).
+  // instructions per K+V row pair measured for BULK=1, so ~11*T per tile in one warp: ~700 at
+  // TILE=64), while here a whole tile costs the producer ~236 SASS instructions at WARPS=4,
+  // TILE=64, head_dim 128 (CUDA 13.0, counted on a full tile: 64 LDGSTS, 64 IMAD.WIDE for the
+  // sources, 32 id loads with 32 clamps for the next tile, ~40 for the wait, the arrive and the
+  // loop) — about what ONE consumer warp spent per tile on its loads with BULK=1 (~238), and the
+  // consumers now spend nothing. Bulk copies also cannot zero-fill, which cp.async does for free
+  // (rows past the range and the no-pages case need no special code: their src-size is 0, so
+  // masked V rows are finite zeros, as with BULK=0).
   // Page ids: plain loads by the producer's lanes of the ids of tile u+1 (into registers) before
-  // tile u is issued, so their latency hides behind one tile's issue and the wait on "empty"; the
+  // tile u is issued, so their latency hides behind one tile's issue and the wait on "empty"
+  // (at most 32 ids per lane; above that the ids of tile u just before its wait, see kAhead); the
   // shared-memory id ring and its cp.async groups are not used.
   // Protocol (per stage s two mbarriers, "full" with count 32 and "empty" with count W):
   //  - Fill k of stage s (tile u = s + k*STAGES): for k >= 1 the producer first waits "empty"
@@ -512,12 +518,20 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       }
     };
     auto tile_full = [&](int u) { return ce_load - (cs + u * T) >= T; };  // u < ntiles: whole tile in range
-    // One tile: the pages of tile u+1 go into `nxt` (in flight while tile u waits for its stage and
-    // issues), tile u's copies use `cur`. The loop alternates the two arrays (unrolled by two) so
-    // that no register moves carry the pages from one tile to the next.
-    auto step = [&](int u, const int (&cur)[NRP], int (&nxt)[NRP]) {
-      if (u + 1 < ntiles && tile_full(u + 1)) load_pages(u + 1, nxt, true);
-      else load_pages(u + 1, nxt, false);
+    auto load_tile = [&](int u, int (&pg)[NRP]) {
+      if (u < ntiles && tile_full(u)) load_pages(u, pg, true);
+      else load_pages(u, pg, false);
+    };
+    // One tile. With kAhead the pages of tile u+1 go into `nxt` (in flight while tile u waits for
+    // its stage and issues) and tile u's copies use `cur`; the loop alternates the two arrays
+    // (unrolled by two) so that no register moves carry the pages from one tile to the next.
+    // Without it (more than 32 rows per lane, e.g. TILE=128 at head_dim 128: two arrays of 64
+    // pages made ptxas spill at WARPS=4) the pages of tile u are loaded into `cur` before the wait
+    // on "empty", whose latency hides theirs once the ring is full (the producer's steady state).
+    constexpr bool kAhead = NRP <= 32;
+    auto step = [&](int u, int (&cur)[NRP], int (&nxt)[NRP]) {
+      if (kAhead) load_tile(u + 1, nxt);
+      else load_tile(u, cur);
       const int stage = u % STAGES;
       if (u >= STAGES) mbar_wait(empty_bars + stage * 8, ((u / STAGES) - 1) & 1);
       const uint32_t ks = smem_u32(stages + stage * STAGE_BYTES + prow * ROWB + pcol * 16);
@@ -526,12 +540,16 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       cp_async_mbar_arrive_noinc(full_bars + stage * 8);
     };
     int pa[NRP], pb[NRP];
-    if (tile_full(0)) load_pages(0, pa, true);
-    else load_pages(0, pa, false);
+    if (kAhead) load_tile(0, pa);
 #pragma unroll 1
     for (int u = 0; u < ntiles; u += 2) {
-      step(u, pa, pb);
-      if (u + 1 < ntiles) step(u + 1, pb, pa);
+      if (kAhead) {
+        step(u, pa, pb);
+        if (u + 1 < ntiles) step(u + 1, pb, pa);
+      } else {
+        step(u, pa, pa);
+        if (u + 1 < ntiles) step(u + 1, pa, pa);
+      }
     }
     for (int u = imax(0, ntiles - STAGES); u < ntiles; ++u) mbar_wait(full_bars + (u % STAGES) * 8, (u / STAGES) & 1);
     return;
@@ -953,6 +971,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   for (int t = 0; t < ntiles; ++t) {
     const int stage = t % STAGES;
     mbar_wait(full_bars + stage * 8, (t / STAGES) & 1);
+    __syncwarp();  // the lanes leave the spin loop together before the .aligned ldmatrix / mma
     if (have) {
       const int ts = cs + t * T, te = imin(ts + T, ce);
       while (true) {
