@@ -443,11 +443,11 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   // Why not bulk copies from one elected lane: those are uniform-datapath instructions whose
   // operands (the page id per row) must be moved to uniform registers one row at a time (~11
   // instructions per K+V row pair measured for BULK=1, so ~11*T per tile in one warp: ~700 at
-  // TILE=64), while here a whole tile costs the producer ~236 SASS instructions at WARPS=4,
+  // TILE=64), while here a whole tile costs the producer ~228 SASS instructions at WARPS=4,
   // TILE=64, head_dim 128 (CUDA 13.0, counted on a full tile: 64 LDGSTS, 64 IMAD.WIDE for the
-  // sources, 32 id loads with 32 clamps for the next tile, ~40 for the wait, the arrive and the
-  // loop) — about what ONE consumer warp spent per tile on its loads with BULK=1 (~238), and the
-  // consumers now spend nothing. Bulk copies also cannot zero-fill, which cp.async does for free
+  // sources, 32 id loads with 32 clamps for the next tile, ~36 for the wait, the arrive and the
+  // loop; ~413 per 128-token tile at WARPS=8, TILE=128) — about what ONE consumer warp spent per
+  // tile on its loads with BULK=1 (~238), and the consumers now spend nothing. Bulk copies also cannot zero-fill, which cp.async does for free
   // (rows past the range and the no-pages case need no special code: their src-size is 0, so
   // masked V rows are finite zeros, as with BULK=0).
   // Page ids: plain loads by the producer's lanes of the ids of tile u+1 (into registers) before
