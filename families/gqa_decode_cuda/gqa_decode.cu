@@ -49,6 +49,10 @@
 //                            wait "full", compute, and arrive on a per-stage "empty" mbarrier; no CTA
 //                            barrier in the tile loop, the segment finalize syncs the consumers on a
 //                            named barrier (see "Loads, PRODUCER=1").
+//            KA_QK_SPLIT     1: Q·K^T accumulates the even and the odd head-dim k-steps into two
+//                            accumulators summed before the softmax (halves the chain of dependent
+//                            mma per 8-token n-tile); 0: one accumulator. Offered with PRODUCER=1
+//                            only (family.json), to keep the space small; the code does not need it.
 //
 // Work decomposition. Split-KV cuts the flat token range [0, num_kv_indices) (the concatenation of
 // all sequences, in kv_indices order) into chunks of `chunk` tokens; CTA (chunk c, kv head g) runs
@@ -79,7 +83,7 @@
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||             \
     !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_BULK) ||     \
-    !defined(KA_PRODUCER)
+    !defined(KA_PRODUCER) || !defined(KA_QK_SPLIT)
 #error "gqa_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -132,6 +136,7 @@ static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 static_assert(KA_BULK == 0 || KA_BULK == 1, "BULK");
 static_assert(!KA_BULK || KA_L2_PREFETCH == 0, "BULK=1 requires L2_PREFETCH=0");
 static_assert(KA_PRODUCER == 0 || KA_PRODUCER == 1, "PRODUCER");
+static_assert(KA_QK_SPLIT == 0 || KA_QK_SPLIT == 1, "QK_SPLIT");
 static_assert(!KA_PRODUCER || (KA_BULK && 32 % KCH == 0 && BAR_OFF % 8 == 0),
               "PRODUCER=1 requires BULK=1 and 32 a multiple of the 16-byte chunks per row (head_dim dividing 256)");
 static_assert(!KA_BULK || (BAR_OFF % 8 == 0 && RED_ML_BYTES % 16 == 0 && TPW % 4 == 0 && TPW <= 32 && ROWB % 16 == 0),
@@ -751,13 +756,26 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     for (int j = 0; j < NTT; ++j) {
       s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
       const uint32_t base = smem_u32(ks + (tok0 + 8 * j + (lane & 7)) * ROWB + (lane >> 3) * 16);
+#if KA_QK_SPLIT
+      // Even k-steps into s[j], odd ones into s2: two chains of KSTEPS/2 dependent mma instead of
+      // one of KSTEPS (fp32 sums in another order; the sum of the two is the logit).
+      float s2[4] = {0.f, 0.f, 0.f, 0.f};
+#endif
 #pragma unroll
       for (int kk = 0; kk < KSTEPS; kk += 2) {
         uint32_t b0, b1, b2, b3;
         ldsm_x4(base + kk * 32, b0, b1, b2, b3);
         mma_bf16(s[j], qa[kk], b0, b1);
+#if KA_QK_SPLIT
+        mma_bf16(s2, qa[kk + 1], b2, b3);
+#else
         mma_bf16(s[j], qa[kk + 1], b2, b3);
+#endif
       }
+#if KA_QK_SPLIT
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] += s2[e];
+#endif
     }
     // Scale to base 2, mask tokens outside the segment, row maxima over the quad.
     float mx0 = kNegInf, mx1 = kNegInf;
