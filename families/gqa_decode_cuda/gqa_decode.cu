@@ -40,6 +40,19 @@
 //                            (cp.async.bulk ... mbarrier::complete_tx) completing on the stage's
 //                            mbarrier; cp.async then carries only the page ids (see "Loads, BULK=1").
 //                            Requires L2_PREFETCH == 0 (no prefetch-size hint on bulk copies).
+//            KA_PRODUCER     0: every warp issues its own loads (as above); 1 (requires BULK=1 and a
+//                            head_dim dividing 256): warp specialisation — one extra warp (index
+//                            WARPS, the CTA has 32*(WARPS+1) threads) is the producer and issues every
+//                            K/V copy of every tile (16-byte cp.async.cg by all its lanes, signalled
+//                            by cp.async.mbarrier.arrive.noinc on a per-stage "full" mbarrier), the
+//                            page ids read by plain loads one tile ahead; the WARPS consumer warps only
+//                            wait "full", compute, and arrive on a per-stage "empty" mbarrier; no CTA
+//                            barrier in the tile loop, the segment finalize syncs the consumers on a
+//                            named barrier (see "Loads, PRODUCER=1").
+//            KA_QK_SPLIT     1: Q·K^T accumulates the even and the odd head-dim k-steps into two
+//                            accumulators summed before the softmax (halves the chain of dependent
+//                            mma per 8-token n-tile); 0: one accumulator. Offered with PRODUCER=1
+//                            only (family.json), to keep the space small; the code does not need it.
 //
 // Work decomposition. Split-KV cuts the flat token range [0, num_kv_indices) (the concatenation of
 // all sequences, in kv_indices order) into chunks of `chunk` tokens; CTA (chunk c, kv head g) runs
@@ -69,7 +82,8 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||             \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_BULK)
+    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_BULK) ||     \
+    !defined(KA_PRODUCER) || !defined(KA_QK_SPLIT)
 #error "gqa_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -87,7 +101,8 @@ constexpr int HKV = KA_NUM_KV_HEADS;
 constexpr int D = KA_HEAD_DIM;
 constexpr int G = HQ / HKV;  // query heads per kv head (mma rows; rows >= G are zero padding)
 constexpr int W = KA_WARPS;
-constexpr int NT = 32 * W;
+constexpr int NT = 32 * W;                     // consumer threads (all of them with PRODUCER=0)
+constexpr int NTHREADS = NT + 32 * KA_PRODUCER;  // PRODUCER=1: plus the producer warp (index W)
 constexpr int T = KA_TILE;
 constexpr int TPW = T / W;  // tokens per warp per tile
 constexpr int STAGES = KA_STAGES;
@@ -102,9 +117,12 @@ constexpr int NTD = D / 8;              // O n-tiles (8 dims)
 constexpr int STAGE_BYTES = 2 * T * ROWB;
 constexpr int RED_O_BYTES = G * D * 4;
 constexpr int RED_ML_BYTES = W * G * 3 * 4;
-constexpr int IDX_BYTES = STAGES * T * 4;  // ring of page ids, one tile per slot (see the loads)
+// Ring of page ids, one tile per slot (see the loads); PRODUCER=1 has none (the producer keeps the
+// ids in registers).
+constexpr int IDX_BYTES = KA_PRODUCER ? 0 : STAGES * T * 4;
 constexpr int BAR_OFF = STAGES * STAGE_BYTES + RED_O_BYTES + RED_ML_BYTES + 16 + IDX_BYTES;
-constexpr int BAR_BYTES = KA_BULK ? STAGES * 8 : 0;  // BULK=1: one mbarrier per stage, after the id ring
+// BULK=1: one mbarrier per stage after the id ring; PRODUCER=1: "full" then "empty" per stage.
+constexpr int BAR_BYTES = KA_BULK ? STAGES * 8 * (1 + KA_PRODUCER) : 0;
 constexpr int SMEM_BYTES = BAR_OFF + BAR_BYTES;
 constexpr bool kTwoRows = G > 8;        // mma rows 8..15 carry real heads
 constexpr float kNegInf = -__builtin_huge_valf();
@@ -117,6 +135,10 @@ static_assert(STAGES >= 2 && STAGES <= 8, "STAGES");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 static_assert(KA_BULK == 0 || KA_BULK == 1, "BULK");
 static_assert(!KA_BULK || KA_L2_PREFETCH == 0, "BULK=1 requires L2_PREFETCH=0");
+static_assert(KA_PRODUCER == 0 || KA_PRODUCER == 1, "PRODUCER");
+static_assert(KA_QK_SPLIT == 0 || KA_QK_SPLIT == 1, "QK_SPLIT");
+static_assert(!KA_PRODUCER || (KA_BULK && 32 % KCH == 0 && BAR_OFF % 8 == 0),
+              "PRODUCER=1 requires BULK=1 and 32 a multiple of the 16-byte chunks per row (head_dim dividing 256)");
 static_assert(!KA_BULK || (BAR_OFF % 8 == 0 && RED_ML_BYTES % 16 == 0 && TPW % 4 == 0 && TPW <= 32 && ROWB % 16 == 0),
               "BULK=1: 8-byte aligned mbarriers and 16-byte aligned id ring slots (WARPS*G a multiple of 4), "
               "TILE/WARPS a multiple of 4 and at most 32, 16-byte rows");
@@ -142,7 +164,9 @@ inline uint32_t ld_u32(const uint16_t* p) {
   return v;
 }
 // BULK=1: mbarrier and bulk-copy primitives (mbar_init, mbar_fence_init, mbar_arrive_expect_tx,
-// mbar_try_wait, bulk_copy_g2s, elect_one) come from ka_emu_ops with the CUDA signatures.
+// mbar_try_wait, bulk_copy_g2s, elect_one) come from ka_emu_ops with the CUDA signatures;
+// PRODUCER=1's mbar_arrive and cp_async_mbar_arrive_noinc too, and named barriers from emu.
+inline void consumer_sync() { emu::named_sync(1, NT); }
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
@@ -216,6 +240,19 @@ __device__ __forceinline__ void bulk_copy_g2s(uint32_t dst, const void* src, uin
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
 }
+// PRODUCER=1. One arrival (release: this thread's shared-memory reads before it are done before a
+// thread that observes the phase's completion refills the stage).
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// The arrival of this thread happens once all its prior cp.async have completed; .noinc: the
+// barrier's count includes this arrival (it is not added to the pending count).
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// Named barrier 1 over the NT consumer threads (the producer warp never joins; barrier 0 is
+// __syncthreads').
+__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NT) : "memory"); }
 // True in exactly one lane of the (fully active) warp.
 __device__ __forceinline__ bool elect_one() {
   uint32_t e;
@@ -223,6 +260,14 @@ __device__ __forceinline__ bool elect_one() {
   return e != 0;
 }
 #endif
+// The consumers' CTA-wide barrier: PRODUCER=1 leaves the producer warp out (named barrier 1).
+__device__ __forceinline__ void csync() {
+#if KA_PRODUCER
+  consumer_sync();
+#else
+  __syncthreads();
+#endif
+}
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   while (!mbar_try_wait(bar, parity)) {
   }
@@ -252,7 +297,7 @@ struct Params {
 };
 
 // #{b in [1, B] : indptr[b] <= x} for a non-decreasing indptr: a 32-ary search by one warp (all
-// lanes get the result). Called by every warp, in warp-uniform control flow.
+// lanes get the result). Called by every (consumer) warp, in warp-uniform control flow.
 __device__ __forceinline__ int count_le(const int* __restrict__ ip, int B, int x, int lane) {
   int lo = 1, hi = B, count = 0;
   while (lo <= hi) {
@@ -273,7 +318,8 @@ __device__ __forceinline__ int count_le(const int* __restrict__ ip, int B, int x
   return count;
 }
 
-// Merges the partials of sequence b, kv head g into out/lse (every thread of the CTA takes part).
+// Merges the partials of sequence b, kv head g into out/lse (threads 0..NT-1 take part: the whole
+// merge kernel's CTA, or the decode CTA's consumer warps).
 __device__ __forceinline__ void merge_group(const Params& p, int b, int g, int tid) {
   const int s = __ldg(p.indptr + b), e = __ldg(p.indptr + b + 1);
   const int c0 = s / p.chunk, c1 = (e - 1) / p.chunk;
@@ -313,7 +359,7 @@ __global__ void __launch_bounds__(NT) gqa_merge_kernel(Params p) {
   merge_group(p, b, g, threadIdx.x);
 }
 
-__global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
+__global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   KA_DYN_SMEM(smem);
   unsigned char* const stages = smem;
   float* const red_o = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // [G][D]
@@ -391,7 +437,129 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
     }
   };
 
-#if KA_BULK
+#if KA_PRODUCER
+  // Loads, PRODUCER=1 (warp specialisation). Warp W (the last) is the producer: it alone fills the
+  // stages, the W consumer warps only read them.
+  // Issue. Each of the producer's lanes copies 16-byte chunk (lane % KCH) of rows lane / KCH +
+  // RPI*i (RPI = 32 / KCH rows per warp instruction) with cp.async.cg, K and V, so one warp
+  // instruction moves 512 bytes (RPI whole rows, coalesced) and a tile costs per lane T/RPI
+  // (K, V) pairs of cp.async, each pair one page-id load (issued a tile ahead), one clamp, the two
+  // source addresses and a zero-fill predicate; the destinations are immediates off one base.
+  // Why not bulk copies from one elected lane: those are uniform-datapath instructions whose
+  // operands (the page id per row) must be moved to uniform registers one row at a time (~11
+  // instructions per K+V row pair measured for BULK=1, so ~11*T per tile in one warp: ~700 at
+  // TILE=64), while here a whole tile costs the producer ~228 SASS instructions at WARPS=4,
+  // TILE=64, head_dim 128 (CUDA 13.0, counted on a full tile: 64 LDGSTS, 64 IMAD.WIDE for the
+  // sources, 32 id loads with 32 clamps for the next tile, ~36 for the wait, the arrive and the
+  // loop; ~413 per 128-token tile at WARPS=8, TILE=128) — about what ONE consumer warp spent per
+  // tile on its loads with BULK=1 (~238), and the consumers now spend nothing. Bulk copies also cannot zero-fill, which cp.async does for free
+  // (rows past the range and the no-pages case need no special code: their src-size is 0, so
+  // masked V rows are finite zeros, as with BULK=0).
+  // Page ids: plain loads by the producer's lanes of the ids of tile u+1 (into registers) before
+  // tile u is issued, so their latency hides behind one tile's issue and the wait on "empty"
+  // (at most 32 ids per lane; above that the ids of tile u just before its wait, see kAhead); the
+  // shared-memory id ring and its cp.async groups are not used.
+  // Protocol (per stage s two mbarriers, "full" with count 32 and "empty" with count W):
+  //  - Fill k of stage s (tile u = s + k*STAGES): for k >= 1 the producer first waits "empty"
+  //    for the completion of phase k-1 (parity (k-1)&1: all W consumer warps are done with tile
+  //    u - STAGES); the first STAGES fills wait for nothing. Then every producer lane issues its
+  //    copies and does cp.async.mbarrier.arrive.noinc on "full": its arrival happens once all its
+  //    earlier cp.async completed, so phase k of "full" completes when all 32 lanes' chunks of the
+  //    tile have landed (.noinc: the count 32 already includes these arrivals).
+  //  - Consumer warp w at tile t waits "full" of stage t % STAGES with parity (t/STAGES)&1 (every
+  //    lane: the acquire makes the cp.async data visible to it), computes, __syncwarp (all the
+  //    warp's ldmatrix reads of the stage are done), then lane 0 arrives on "empty" (release).
+  //  - Phases never alias: fill k+1 of stage s is issued only after "empty" phase k, i.e. after
+  //    every consumer warp waited "full" phase k, so at most one phase of each barrier is
+  //    outstanding and its parity identifies it; a consumer can only wait for fill k of a stage
+  //    once it arrived on "empty" for fill k-1 (program order), so "empty" likewise.
+  //  - Consumers arrive on "empty" for every tile of the range, also once the segment walk ended
+  //    (`have` false), so the producer never waits forever; they wait "full" for those tiles too,
+  //    so no fill of the ring is left unobserved.
+  //  - Exit: the producer must not leave with cp.async in flight; after its last issue it waits
+  //    for "full" of the last min(STAGES, ntiles) tiles (parity as the consumers; no later fill
+  //    of those stages exists, so the phase is unambiguous). Every earlier fill completed before
+  //    the producer could pass the "empty" wait of a later fill of its stage. Shared memory lives
+  //    until all threads exit, so the consumers' reads need nothing more from the producer.
+  //  - The CTA-wide barriers of the consumer path (segment finalize, the fused merge) are named
+  //    barrier 1 over the NT consumer threads (csync): the producer never joins them and runs
+  //    ahead by up to STAGES tiles. The only __syncthreads left is the one after the barriers'
+  //    initialisation, before the roles split.
+  const uint32_t full_bars = smem_u32(smem + BAR_OFF);
+  const uint32_t empty_bars = full_bars + STAGES * 8;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full_bars + 8 * s, 32);
+      mbar_init(empty_bars + 8 * s, W);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();  // barriers initialised before any arrival, wait or copy
+  if (warp == W) {
+    constexpr int RPI = 32 / KCH;  // rows per warp instruction
+    constexpr int NRP = T / RPI;   // K (and V) rows per lane per tile
+    const int prow = lane / KCH, pcol = lane % KCH;
+    const unsigned char* const kb = reinterpret_cast<const unsigned char*>(p.k + g * D + pcol * 8);
+    const unsigned char* const vb = reinterpret_cast<const unsigned char*>(p.v + g * D + pcol * 8);
+    // Pages of rows prow + RPI*i of tile u (0 past the range, also for u >= ntiles: no load). A
+    // tile wholly inside the range (all but the last of a CTA; `full` is warp-uniform) takes the
+    // branch without per-row predicates: its loads share one address (immediate offsets) and its
+    // copies need no zero-fill test — per row one load, one clamp, two wide multiply-adds (K and V
+    // sources) and the two cp.async.
+    auto load_pages = [&](int u, int (&pg)[NRP], bool full) {
+      const int* ids = p.indices + (cs + u * T + prow);
+      const int left = ce_load - (cs + u * T + prow);
+#pragma unroll
+      for (int i = 0; i < NRP; ++i) pg[i] = full || RPI * i < left ? clamp_page(__ldg(ids + RPI * i)) : 0;
+    };
+    auto issue_rows = [&](uint32_t ks, const int (&pg)[NRP], int left, bool full) {
+      const uint32_t vs = ks + T * ROWB;
+#pragma unroll
+      for (int i = 0; i < NRP; ++i) {
+        const int bytes = full || RPI * i < left ? 16 : 0;
+        const int64_t off = static_cast<int64_t>(pg[i]) * (HKV * D * 2);
+        cp_async_16(ks + RPI * i * ROWB, kb + off, bytes);
+        cp_async_16(vs + RPI * i * ROWB, vb + off, bytes);
+      }
+    };
+    auto tile_full = [&](int u) { return ce_load - (cs + u * T) >= T; };  // u < ntiles: whole tile in range
+    auto load_tile = [&](int u, int (&pg)[NRP]) {
+      if (u < ntiles && tile_full(u)) load_pages(u, pg, true);
+      else load_pages(u, pg, false);
+    };
+    // One tile. With kAhead the pages of tile u+1 go into `nxt` (in flight while tile u waits for
+    // its stage and issues) and tile u's copies use `cur`; the loop alternates the two arrays
+    // (unrolled by two) so that no register moves carry the pages from one tile to the next.
+    // Without it (more than 32 rows per lane, e.g. TILE=128 at head_dim 128: two arrays of 64
+    // pages made ptxas spill at WARPS=4) the pages of tile u are loaded into `cur` before the wait
+    // on "empty", whose latency hides theirs once the ring is full (the producer's steady state).
+    constexpr bool kAhead = NRP <= 32;
+    auto step = [&](int u, int (&cur)[NRP], int (&nxt)[NRP]) {
+      if (kAhead) load_tile(u + 1, nxt);
+      else load_tile(u, cur);
+      const int stage = u % STAGES;
+      if (u >= STAGES) mbar_wait(empty_bars + stage * 8, ((u / STAGES) - 1) & 1);
+      const uint32_t ks = smem_u32(stages + stage * STAGE_BYTES + prow * ROWB + pcol * 16);
+      if (tile_full(u)) issue_rows(ks, cur, 0, true);
+      else issue_rows(ks, cur, ce_load - (cs + u * T + prow), false);
+      cp_async_mbar_arrive_noinc(full_bars + stage * 8);
+    };
+    int pa[NRP], pb[NRP];
+    if (kAhead) load_tile(0, pa);
+#pragma unroll 1
+    for (int u = 0; u < ntiles; u += 2) {
+      if (kAhead) {
+        step(u, pa, pb);
+        if (u + 1 < ntiles) step(u + 1, pb, pa);
+      } else {
+        step(u, pa, pa);
+        if (u + 1 < ntiles) step(u + 1, pa, pa);
+      }
+    }
+    for (int u = imax(0, ntiles - STAGES); u < ntiles; ++u) mbar_wait(full_bars + (u % STAGES) * 8, (u / STAGES) & 1);
+    return;
+  }
+#elif KA_BULK
   // Loads, BULK=1. Warp w fetches the K and V rows of its own tokens [w*TPW, +TPW) of a tile: one
   // elected lane issues the two bulk copies of 2*D bytes per token, the pages read from the id
   // ring at a warp-uniform address (the prologue's, read from global memory by lanes j < TPW, are
@@ -588,13 +756,26 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
     for (int j = 0; j < NTT; ++j) {
       s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
       const uint32_t base = smem_u32(ks + (tok0 + 8 * j + (lane & 7)) * ROWB + (lane >> 3) * 16);
+#if KA_QK_SPLIT
+      // Even k-steps into s[j], odd ones into s2: two chains of KSTEPS/2 dependent mma instead of
+      // one of KSTEPS (fp32 sums in another order; the sum of the two is the logit).
+      float s2[4] = {0.f, 0.f, 0.f, 0.f};
+#endif
 #pragma unroll
       for (int kk = 0; kk < KSTEPS; kk += 2) {
         uint32_t b0, b1, b2, b3;
         ldsm_x4(base + kk * 32, b0, b1, b2, b3);
         mma_bf16(s[j], qa[kk], b0, b1);
+#if KA_QK_SPLIT
+        mma_bf16(s2, qa[kk + 1], b2, b3);
+#else
         mma_bf16(s[j], qa[kk + 1], b2, b3);
+#endif
       }
+#if KA_QK_SPLIT
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] += s2[e];
+#endif
     }
     // Scale to base 2, mask tokens outside the segment, row maxima over the quad.
     float mx0 = kNegInf, mx1 = kNegInf;
@@ -676,6 +857,10 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
   // Ends the current segment: combines the warps' states and writes the output (whole sequence)
   // or a partial (and, with FUSED_MERGE, merges when this CTA is the sequence's last). The warps'
   // O tiles are summed one warp after the other into red_o (G x D fp32), scaled to the common max.
+  // Its barriers (csync) order the consumer warps' use of red_ml / red_o / flag and of the
+  // partials among the NT consumer threads only: the producer warp (PRODUCER=1) touches none of
+  // them (it writes only the stages, ordered by the mbarriers), so a named barrier over the
+  // consumers suffices, and the producer keeps filling the ring while a segment is finalized.
   auto finalize = [&]() {
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
@@ -699,7 +884,7 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
         red_ml[(warp * G + r1) * 3 + 2] = e1;
       }
     }
-    __syncthreads();
+    csync();  // every warp's (m, l, e) in red_ml before any warp reads all of them
     // This warp's factor 2^(m_w - M) per row (0 for a warp that saw no token of the segment).
     float f0 = 0.f, f1 = 0.f;
     if (r0 < G) {
@@ -741,7 +926,7 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
           }
         }
       }
-      __syncthreads();
+      csync();  // warp w's sum in red_o before warp w+1 adds to it (and, after the last, before the writes below)
     }
     const bool full = seq_mode || (seq_s >= cs && seq_e <= ce);
     const int slot = seg_s == cs ? 0 : 1;
@@ -778,7 +963,7 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
     }
     if (KA_FUSED_MERGE && !full) {
       __threadfence();  // this thread's partial writes, visible device-wide before the count
-      __syncthreads();
+      csync();  // every consumer's partial writes fenced before thread 0 counts this CTA as done
       if (tid == 0) {
         const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
         __threadfence();  // release: the CTA's partials (ordered before by the barrier) before the count
@@ -786,16 +971,40 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
         __threadfence();  // acquire: the other CTAs' partials, read below with ld.global.cg
         *flag = old == n_b - 1;
       }
-      __syncthreads();
+      csync();  // thread 0's *flag visible to every consumer
       if (*flag) {
         merge_group(p, cur_b, g, tid);
         if (tid == 0) p.counters[cur_b * HKV + g] = 0;  // ready for the next launch
       }
     }
-    __syncthreads();  // red_o / red_ml / flag are reused by the next segment
+    csync();  // red_o / red_ml / flag are reused by the next segment
   };
 
   bool have = advance(cur_b);
+#if KA_PRODUCER
+  // Consumers (PRODUCER=1): wait "full", compute, release the stage on "empty"; see "Loads,
+  // PRODUCER=1". No CTA barrier: each warp reads only its own rows of a stage, and the producer's
+  // refill waits for every warp's arrival.
+#pragma unroll 1
+  for (int t = 0; t < ntiles; ++t) {
+    const int stage = t % STAGES;
+    mbar_wait(full_bars + stage * 8, (t / STAGES) & 1);
+    __syncwarp();  // the lanes leave the spin loop together before the .aligned ldmatrix / mma
+    if (have) {
+      const int ts = cs + t * T, te = imin(ts + T, ce);
+      while (true) {
+        const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
+        if (lo < hi) warp_tile(stage, ts, lo, hi);
+        if (seg_e > te) break;
+        finalize();
+        have = advance(cur_b + 1);
+        if (!have) break;
+      }
+    }
+    __syncwarp();  // the warp's reads of the stage are done before lane 0 releases it
+    if (lane == 0) mbar_arrive(empty_bars + stage * 8);
+  }
+#else
 #if KA_BULK
   int waited = 0;  // tiles 0..waited-1 were waited for
 #endif
@@ -837,6 +1046,7 @@ __global__ void __launch_bounds__(NT) gqa_decode_kernel(Params p) {
   for (int u = waited; u < imin(ntiles, waited + STAGES - 1); ++u) mbar_wait(bars + (u % STAGES) * 8, (u / STAGES) & 1);
 #endif
   cp_async_wait_n<0>();
+#endif  // KA_PRODUCER
 }
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
@@ -867,7 +1077,7 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const k
     cudaDeviceGetAttribute(&st.sms, cudaDevAttrMultiProcessorCount, dev);
     cudaFuncSetAttribute(gqa_decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     int occ = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gqa_decode_kernel, NT, SMEM_BYTES);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gqa_decode_kernel, NTHREADS, SMEM_BYTES);
     st.occ = occ > 0 ? occ : 1;
     st.init = true;
   }
@@ -926,7 +1136,7 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const k
       }
     }
   }
-  KA_LAUNCH(gqa_decode_kernel, dim3(static_cast<unsigned>(grid)), dim3(NT), SMEM_BYTES, p);
+  KA_LAUNCH(gqa_decode_kernel, dim3(static_cast<unsigned>(grid)), dim3(NTHREADS), SMEM_BYTES, p);
   if (split && p.nchunks > 1 && !KA_FUSED_MERGE)
     KA_LAUNCH(gqa_merge_kernel, dim3(static_cast<unsigned>(B * HKV)), dim3(NT), 0, p);
 }

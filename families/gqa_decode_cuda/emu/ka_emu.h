@@ -35,6 +35,16 @@
 // pending bulk copy still writes, operations on an address without an initialised mbarrier, a CTA
 // that exits with bulk copies in flight, and a deadlock (every live thread waits, e.g. on a phase
 // that can never complete), with the barriers' states.
+// cp.async.mbarrier.arrive.noinc (gqa_decode_cuda's PRODUCER=1 path): the arrival is counted at
+// once, but the thread's cp.async issued before it (committed or not) move onto the barrier and are
+// performed only when that phase completes (as bulk copies are), so a reader that does not wait for
+// the phase sees the poison; those copies are no longer retired by the thread's wait_group (stricter
+// than hardware), a thread that exits while such copies are pending is reported, and a cp.async or
+// bulk copy into bytes that a pending copy still writes is reported (stage refilled too early).
+// Named barriers (bar.sync id, count): count a positive multiple of 32, the same in every arrival of
+// one phase; the phase completes when `count` threads arrived, and then every warp that took part
+// must have arrived with all 32 lanes; a barrier that never fills (e.g. a thread it counts on has
+// exited) shows up as a deadlock. Threads outside the count may exit while it is in progress.
 #pragma once
 #include <ucontext.h>
 
@@ -97,7 +107,7 @@ struct Copy {
   int size = 16;  // 16 or 4 bytes
 };
 
-enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4, kMbar = 5 };
+enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4, kMbar = 5, kNamedBar = 6 };
 
 // One cp.async.bulk global -> shared, issued and not yet performed.
 struct BulkCopy {
@@ -113,6 +123,14 @@ struct MBar {
   int64_t tx = 0;                // bytes expected (expect_tx) minus bytes completed, current phase
   uint64_t phase = 0;            // completed phases; the current phase's parity is phase & 1
   std::vector<BulkCopy> copies;  // issued, not yet performed (they complete on this barrier)
+  std::vector<std::pair<int, Copy>> cp_copies;  // (thread, cp.async) behind a .noinc arrival, performed at completion
+};
+// A named barrier (bar.sync id, count) in progress.
+struct NamedBar {
+  int expected = 0;   // thread count of the current phase (0: none in progress)
+  int arrived = 0;
+  uint64_t gen = 0;
+  std::vector<int> per_warp;  // arrivals per warp in the current phase
 };
 
 struct Fiber {
@@ -129,6 +147,7 @@ struct Fiber {
   std::unordered_map<float*, std::pair<float, int>> wg_latest;  // register -> (newest in-flight value, writes in flight)
   bool wg_fenced = false;
   uint32_t wait_bar = 0, wait_parity = 0;  // kMbar: the mbarrier and the parity waited for
+  int wait_named = 0;                      // kNamedBar: the barrier id
 };
 
 // A warpgroup collective (128 threads) in progress: each thread leaves pointers to its input and
@@ -165,6 +184,7 @@ struct Cta {
   std::function<void()> body;
   std::unordered_map<uint32_t, MBar> mbars;  // by shared-memory address
   std::vector<unsigned char> bulk_pending;   // per shared byte: 1 while a pending bulk copy writes it
+  NamedBar named[16];
 };
 
 inline Cta*& cta() {
@@ -188,6 +208,9 @@ inline void fiber_entry() {
         if (cp.src_bytes) std::memcpy(&c->smem[cp.dst], cp.src, cp.size);
   }
   if (!f.wg_open.empty() || !f.wg_groups.empty()) fail("a thread exited with wgmma.mma_async results in flight (no wgmma.wait_group)");
+  for (const auto& [addr, b] : c->mbars)
+    for (const auto& pc : b.cp_copies)
+      if (pc.first == f.tid) fail("a thread exited with cp.async in flight behind a cp.async.mbarrier.arrive.noinc (phase not completed)");
   f.state = kDone;
   swapcontext(&f.ctx, &c->sched);
 }
@@ -214,6 +237,34 @@ inline void cta_sync() {
   }
   f.state = kBarrier;
   f.wait_gen = c->bar_gen;
+  block_and_yield();
+}
+
+// bar.sync id, count: a named barrier over `count` threads (a multiple of 32).
+inline void named_sync(int id, int count) {
+  Cta* c = cta();
+  Fiber& f = self();
+  if (id < 0 || id > 15) fail("bar.sync: barrier id out of range");
+  if (count <= 0 || count % 32 || count > c->nthreads) fail("bar.sync: thread count not a positive multiple of 32 within the CTA");
+  if (c->warps[tid() / 32].count != 0) fail("bar.sync while this thread's warp is inside a warp collective");
+  NamedBar& b = c->named[id];
+  if (b.expected == 0) {
+    b.expected = count;
+    b.per_warp.assign(c->warps.size(), 0);
+  } else if (b.expected != count) {
+    fail("bar.sync: threads arrive at one named barrier with different thread counts");
+  }
+  b.per_warp[tid() / 32]++;
+  if (++b.arrived == b.expected) {
+    for (int w : b.per_warp)
+      if (w != 0 && w != 32) fail("bar.sync: a warp took part with only some of its lanes");
+    b.expected = b.arrived = 0;
+    b.gen++;
+    return;
+  }
+  f.state = kNamedBar;
+  f.wait_named = id;
+  f.wait_gen = b.gen;
   block_and_yield();
 }
 
@@ -293,6 +344,12 @@ inline bool mbar_try_complete(MBar& b) {
     if (b.tx < 0) fail("mbarrier tx-count underflow: bulk copies complete more bytes than the phase's expect_tx");
   }
   b.copies.clear();
+  for (const auto& [t, cp] : b.cp_copies) {
+    if (cp.src_bytes) std::memcpy(&c->smem[cp.dst], cp.src, cp.size);
+    else std::memset(&c->smem[cp.dst], 0, cp.size);
+    std::memset(&c->bulk_pending[cp.dst], 0, cp.size);
+  }
+  b.cp_copies.clear();
   if (b.tx != 0) return false;
   b.phase++;
   b.pending = b.count;
@@ -301,7 +358,7 @@ inline bool mbar_try_complete(MBar& b) {
 inline void mbar_report() {
   for (const auto& [addr, b] : cta()->mbars)
     std::fprintf(stderr, "ka_emu:   mbarrier @%u: %d of %d arrivals, tx %lld bytes outstanding, %zu copies pending, %llu phases completed\n",
-                 addr, b.count - b.pending, b.count, static_cast<long long>(b.tx), b.copies.size(),
+                 addr, b.count - b.pending, b.count, static_cast<long long>(b.tx), b.copies.size() + b.cp_copies.size(),
                  static_cast<unsigned long long>(b.phase));
   for (const Fiber& f : cta()->fibers)
     if (f.state == kMbar)
@@ -319,6 +376,7 @@ inline void run_cta(Cta& c) {
   c.bar_gen = 0;
   c.mbars.clear();
   c.bulk_pending.assign(c.smem.size(), 0);
+  for (NamedBar& nb : c.named) nb = NamedBar{};
   for (int i = 0; i < c.nthreads; ++i) {
     Fiber& f = c.fibers[i];
     f.tid = i;
@@ -344,6 +402,9 @@ inline void run_cta(Cta& c) {
       } else if (f.state == kWarpGroup) {
         if (c.wgs[i / 128].gen == f.wait_gen) continue;
         f.state = kRunnable;
+      } else if (f.state == kNamedBar) {
+        if (c.named[f.wait_named].gen == f.wait_gen) continue;
+        f.state = kRunnable;
       } else if (f.state == kMbar) {
         MBar& b = mbar_at(f.wait_bar);
         mbar_try_complete(b);
@@ -366,7 +427,7 @@ inline void run_cta(Cta& c) {
     }
   }
   for (auto& [addr, b] : c.mbars)
-    if (!b.copies.empty() || b.tx != 0) {
+    if (!b.copies.empty() || !b.cp_copies.empty() || b.tx != 0) {
       mbar_report();
       fail("a CTA exited with bulk copies in flight (or expected bytes never delivered) on an mbarrier");
     }
@@ -488,6 +549,13 @@ inline int __shfl_sync(unsigned mask, int v, int src) {
     for (int l = 0; l < 32; ++l) out[l] = in[in[l].src & 31].v;
   });
 }
+// __syncwarp with a full mask: a warp collective (all 32 lanes must reach it).
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  if (mask != 0xffffffffu) emu::fail("partial __syncwarp masks are not emulated");
+  emu::collective<int, int>(6, 0, [&](const int*, int* out) {
+    for (int l = 0; l < 32; ++l) out[l] = 0;
+  });
+}
 inline unsigned __ballot_sync(unsigned mask, int pred) {
   if (mask != 0xffffffffu) emu::fail("partial ballot masks are not emulated");
   return emu::collective<int, unsigned>(5, pred ? 1 : 0, [&](const int* in, unsigned* out) {
@@ -504,8 +572,14 @@ inline uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(static_cast<const unsigned char*>(p) - emu::smem_base());
 }
 
+inline void check_not_pending(uint32_t dst, int bytes) {
+  const auto& pend = emu::cta()->bulk_pending;
+  for (int i = 0; i < bytes; ++i)
+    if (pend[dst + i]) emu::fail("cp.async into shared memory that a pending (barrier-deferred) copy still writes (stage refilled too early)");
+}
 inline void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   emu::check_smem(dst, 16, 16);
+  check_not_pending(dst, 16);
   if (src_bytes != 0 && src_bytes != 16) emu::fail("cp.async src size other than 0 or 16");
   if (src_bytes && (reinterpret_cast<uintptr_t>(src) % 16)) emu::fail("cp.async from a misaligned global address");
   std::memset(&emu::smem_base()[dst], 0xFF, 16);  // poison until the group retires
@@ -784,6 +858,28 @@ inline void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
   b.tx += bytes;
   if (b.tx > (1 << 20) - 1) emu::fail("mbarrier tx-count overflow (more than 2^20-1 bytes expected in one phase)");
   b.pending--;
+}
+// mbarrier.arrive (release, one arrival, no transaction bytes).
+inline void mbar_arrive(uint32_t bar) { mbar_arrive_expect_tx(bar, 0); }
+// cp.async.mbarrier.arrive.noinc: the arrival is counted now (noinc: the barrier's count already
+// includes it), and every cp.async this thread issued before it moves onto the barrier's current
+// phase, to be performed when the phase completes; readers that do not wait see the poison.
+inline void cp_async_mbar_arrive_noinc(uint32_t bar) {
+  emu::MBar& b = emu::mbar_at(bar);
+  if (b.pending == 0 && !emu::mbar_try_complete(b))
+    emu::fail("mbarrier arrival beyond the count while the phase still misses bytes (arrival count underflow)");
+  auto& f = emu::self();
+  auto move = [&](std::vector<emu::Copy>& v) {
+    for (const emu::Copy& cp : v) {
+      std::memset(&emu::cta()->bulk_pending[cp.dst], 1, cp.size);
+      b.cp_copies.push_back({f.tid, cp});
+    }
+    v.clear();
+  };
+  for (auto& g : f.groups) move(g);
+  f.groups.clear();
+  move(f.open);
+  mbar_arrive_expect_tx(bar, 0);
 }
 inline bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   if (parity > 1) emu::fail("mbarrier.try_wait.parity: parity other than 0 or 1");
