@@ -981,6 +981,20 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   };
 
   bool have = advance(cur_b);
+  // The segments of tile t (its stage landed): each warp's share of every segment the tile
+  // touches, finalizing the segments that end inside it; `have` turns false past the last one.
+  auto walk_tile = [&](int t) {
+    const int ts = cs + t * T, te = imin(ts + T, ce);
+    const int stage = t % STAGES;
+    while (true) {
+      const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
+      if (lo < hi) warp_tile(stage, ts, lo, hi);
+      if (seg_e > te) break;
+      finalize();
+      have = advance(cur_b + 1);
+      if (!have) break;
+    }
+  };
 #if KA_PRODUCER
   // Consumers (PRODUCER=1): wait "full", compute, release the stage on "empty"; see "Loads,
   // PRODUCER=1". No CTA barrier: each warp reads only its own rows of a stage, and the producer's
@@ -990,17 +1004,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     const int stage = t % STAGES;
     mbar_wait(full_bars + stage * 8, (t / STAGES) & 1);
     __syncwarp();  // the lanes leave the spin loop together before the .aligned ldmatrix / mma
-    if (have) {
-      const int ts = cs + t * T, te = imin(ts + T, ce);
-      while (true) {
-        const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
-        if (lo < hi) warp_tile(stage, ts, lo, hi);
-        if (seg_e > te) break;
-        finalize();
-        have = advance(cur_b + 1);
-        if (!have) break;
-      }
-    }
+    if (have) walk_tile(t);
     __syncwarp();  // the warp's reads of the stage are done before lane 0 releases it
     if (lane == 0) mbar_arrive(empty_bars + stage * 8);
   }
@@ -1029,16 +1033,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     mbar_wait(bars + (t % STAGES) * 8, (t / STAGES) & 1);
     waited = t + 1;
 #endif
-    const int ts = cs + t * T, te = imin(ts + T, ce);
-    const int stage = t % STAGES;
-    while (true) {
-      const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
-      if (lo < hi) warp_tile(stage, ts, lo, hi);
-      if (seg_e > te) break;
-      finalize();
-      have = advance(cur_b + 1);
-      if (!have) break;
-    }
+    walk_tile(t);
   }
 #if KA_BULK
   // A CTA must not exit with bulk copies into its shared memory in flight: wait for the tiles
