@@ -8,6 +8,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "oracle/oracle.h"
 #include "problem/problem.h"
@@ -195,20 +198,63 @@ TEST(SolOracle, SlowReferencesGetFewerTimedCalls) {
   EXPECT_EQ(f.at(0).meta.at("reference_timing").at("samples_ms").size(), 50u);
 }
 
-// A call of LONG_CALL_S (5 s) and more is timed once, after one warm-up call: at that length a call
-// is ~10^6 launches whose spread is far below what a score resolves (014's reference: ~20 s a call).
+// A call of LONG_CALL_S (1 s) and more is timed once: at that length a call is ~10^5-10^6 launches
+// whose spread is far below what a score resolves (014's reference: ~20 s a call). It is not
+// repeated to warm up: the call that writes the reference's outputs is the warm-up of the first
+// workload in a process, and the timed call itself of every later one (the process has run the
+// reference before), so a long workload costs one pass, not three.
 TEST(SolOracle, LongCallsAreTimedOnce) {
   TempDir t;
-  json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(5.1)\n    return q.clone()\n");
+  json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(1.1)\n    return q.clone()\n");
   fs::path d = write_problem(t.path, "long", def, {{"S", 4}, {"T", 4}});
+  json w2 = {{"uuid", "00000000-0000-4000-8000-000000000002"},
+             {"axes", {{"S", 5}, {"T", 4}}},
+             {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
+  std::ofstream(d / "workload.jsonl", std::ios::app) << w2.dump() << "\n";
   ka::Oracle oracle("cpu", t.path / "oracle");
   ka::Problem p = ka::load_problem(d);
-  auto e = oracle.ensure(p, {{&p.workloads.at(0), 0}}, true, false, /*timings_only=*/true);
-  ASSERT_TRUE(e.at(0).ok()) << e.at(0).error;
-  const json& tm = e.at(0).meta.at("reference_timing");
-  EXPECT_EQ(tm.at("warmup").get<int>(), 1) << tm.dump();
-  EXPECT_EQ(tm.at("iterations").get<int>(), 1) << tm.dump();
-  EXPECT_GE(*e.at(0).reference_ms(), 5100.0);
+  ASSERT_EQ(p.workloads.size(), 2u);
+  auto e = oracle.ensure(p, {{&p.workloads.at(0), 0}, {&p.workloads.at(1), 0}}, true, false, /*timings_only=*/true);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(e.at(i).ok()) << e.at(i).error;
+    const json& tm = e.at(i).meta.at("reference_timing");
+    EXPECT_EQ(tm.at("warmup").get<int>(), 0) << tm.dump();
+    EXPECT_EQ(tm.at("iterations").get<int>(), 1) << tm.dump();
+    EXPECT_EQ(tm.at("samples_ms").size(), 1u) << tm.dump();
+    EXPECT_GE(*e.at(i).reference_ms(), 1100.0);
+    // The first workload's output call only warmed up; the second's was the timed call.
+    EXPECT_EQ(tm.at("method").get<std::string>().find("output call counted") != std::string::npos, i == 1) << tm.dump();
+  }
+}
+
+// torch.compile of the reference is compiled once per problem, not per workload (every job executes
+// the reference module afresh, so a wrapper per run() object recompiled each time), and a long
+// compiled call that compiled nothing counts as the timed call: three workloads of one shape, the
+// first compiles (one warm-up, one timed call), the next two run one compiled call each.
+TEST(SolOracle, CompiledReferenceIsCompiledOncePerProblem) {
+  TempDir t;
+  json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(1.1)\n    return q * 2 + k.sum()\n");
+  fs::path d = write_problem(t.path, "longc", def, {{"S", 4}, {"T", 4}});
+  for (int i = 2; i <= 3; ++i) {
+    json w = {{"uuid", fmt::format("00000000-0000-4000-8000-00000000000{}", i)},
+              {"axes", {{"S", 4}, {"T", 4}}},
+              {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
+    std::ofstream(d / "workload.jsonl", std::ios::app) << w.dump() << "\n";
+  }
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  ka::Problem p = ka::load_problem(d);
+  ASSERT_EQ(p.workloads.size(), 3u);
+  auto e = oracle.ensure(p, {{&p.workloads.at(0), 0}, {&p.workloads.at(1), 0}, {&p.workloads.at(2), 0}}, true, true,
+                         /*timings_only=*/true);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(e.at(i).ok()) << e.at(i).error;
+    ASSERT_TRUE(e.at(i).compile_ms().has_value()) << e.at(i).meta.dump();
+    EXPECT_GE(*e.at(i).compile_ms(), 1100.0);
+    const json& tm = e.at(i).meta.at("compile_timing");
+    EXPECT_EQ(tm.at("iterations").get<int>(), 1) << tm.dump();
+    EXPECT_EQ(tm.at("warmup").get<int>(), i == 0 ? 1 : 0) << tm.dump();
+    EXPECT_EQ(tm.at("method").get<std::string>().find("first call counted") != std::string::npos, i > 0) << tm.dump();
+  }
 }
 
 // An oracle run stopped by its time limit keeps the workloads it finished (a later ensure() finds
