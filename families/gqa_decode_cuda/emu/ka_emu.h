@@ -41,10 +41,12 @@
 // the phase sees the poison; those copies are no longer retired by the thread's wait_group (stricter
 // than hardware), a thread that exits while such copies are pending is reported, and a cp.async or
 // bulk copy into bytes that a pending copy still writes is reported (stage refilled too early).
-// Named barriers (bar.sync id, count): count a positive multiple of 32, the same in every arrival of
+// Named barriers (bar.sync id, count; bar.arrive id, count arrives without waiting):
+// count a positive multiple of 32, the same in every arrival of
 // one phase; the phase completes when `count` threads arrived, and then every warp that took part
-// must have arrived with all 32 lanes; a barrier that never fills (e.g. a thread it counts on has
-// exited) shows up as a deadlock. Threads outside the count may exit while it is in progress.
+// must have arrived with all 32 lanes (a warp arriving twice in one phase is reported); a barrier
+// that never fills (e.g. a thread it counts on has exited) shows up as a deadlock. Threads outside
+// the count may exit while it is in progress.
 #pragma once
 #include <ucontext.h>
 
@@ -240,33 +242,39 @@ inline void cta_sync() {
   block_and_yield();
 }
 
-// bar.sync id, count: a named barrier over `count` threads (a multiple of 32).
-inline void named_sync(int id, int count) {
+// bar.sync id, count (wait = true) or bar.arrive id, count (wait = false: the arrival counts, the
+// thread goes on): a named barrier over `count` threads (a multiple of 32). A warp that arrives
+// twice in one phase (its lanes counted more than 32 times, e.g. a bar.arrive repeated before the
+// phase completed) is reported: the phase would complete without the threads it was meant to wait for.
+inline void named_bar(int id, int count, bool wait) {
   Cta* c = cta();
   Fiber& f = self();
-  if (id < 0 || id > 15) fail("bar.sync: barrier id out of range");
-  if (count <= 0 || count % 32 || count > c->nthreads) fail("bar.sync: thread count not a positive multiple of 32 within the CTA");
-  if (c->warps[tid() / 32].count != 0) fail("bar.sync while this thread's warp is inside a warp collective");
+  if (id < 0 || id > 15) fail("bar.sync/arrive: barrier id out of range");
+  if (count <= 0 || count % 32 || count > c->nthreads) fail("bar.sync/arrive: thread count not a positive multiple of 32 within the CTA");
+  if (c->warps[tid() / 32].count != 0) fail("bar.sync/arrive while this thread's warp is inside a warp collective");
   NamedBar& b = c->named[id];
   if (b.expected == 0) {
     b.expected = count;
     b.per_warp.assign(c->warps.size(), 0);
   } else if (b.expected != count) {
-    fail("bar.sync: threads arrive at one named barrier with different thread counts");
+    fail("bar.sync/arrive: threads arrive at one named barrier with different thread counts");
   }
-  b.per_warp[tid() / 32]++;
+  if (++b.per_warp[tid() / 32] > 32) fail("bar.sync/arrive: a warp arrived twice at one phase of a named barrier");
   if (++b.arrived == b.expected) {
     for (int w : b.per_warp)
-      if (w != 0 && w != 32) fail("bar.sync: a warp took part with only some of its lanes");
+      if (w != 0 && w != 32) fail("bar.sync/arrive: a warp took part with only some of its lanes");
     b.expected = b.arrived = 0;
     b.gen++;
     return;
   }
+  if (!wait) return;
   f.state = kNamedBar;
   f.wait_named = id;
   f.wait_gen = b.gen;
   block_and_yield();
 }
+inline void named_sync(int id, int count) { named_bar(id, count, true); }
+inline void named_arrive(int id, int count) { named_bar(id, count, false); }
 
 // Warp collective: deposit `in` (at most 64 bytes), get this lane's output from `compute`, which
 // runs once, in the last lane to arrive, over all 32 inputs.
