@@ -88,10 +88,11 @@
 // than one warp: ptxas sizes the registers of a wgmma kernel for the CTA rounded up to whole
 // warpgroups (a 288-thread build got 168 registers per thread, as for 384, and spilled at
 // KV_TILE=128), so a lone producer warp saves no registers; with a whole producer warpgroup,
-// setmaxnreg moves them: the producer drops to PROD_REGS (56; 48 with 3 consumer warpgroups) and
-// the consumers rise to CONS_REGS (224; 152), from the 168 (128) every thread gets at launch. With
-// one consumer warpgroup (WARPS=4, 256 threads) every thread already has up to 255 and nothing
-// moves. The 128 producer threads share the copies (fewer instructions per warp than one warp
+// setmaxnreg moves them: the producer drops to PROD_REGS (72; 48 with 3 consumer warpgroups) and
+// the consumers rise to CONS_REGS (216; 152), from the 168 (128) every thread gets at launch
+// (CUDA 13.0: the consumers' SASS uses up to R203 at KV_TILE=128; the persistent producer spilled
+// at 56). With one consumer warpgroup (WARPS=4, 256 threads) every thread already has up to 255 and
+// nothing moves. The 128 producer threads share the copies (fewer instructions per warp than one warp
 // doing them all).
 //   Copies. The 128-byte swizzle puts the 16-byte chunks of a row at XOR-permuted places in two
 // column blocks, so a row is never contiguous in shared memory and a bulk copy (linear bytes)
@@ -184,8 +185,8 @@ constexpr int NTHREADS = NT + PROD * WS;     // WS=1: plus the producer warpgrou
 // split (the launch gives every thread 65536 / NTHREADS, rounded down to 8: 168 with 2 consumer
 // warpgroups, 128 with 3); 128 * PROD_REGS + NT * CONS_REGS <= 65536. One consumer warpgroup
 // (256 threads, up to 255 registers each at launch) needs no move.
-constexpr int PROD_REGS = NWG == 3 ? 48 : 56;
-constexpr int CONS_REGS = NWG == 3 ? 152 : 224;
+constexpr int PROD_REGS = NWG == 3 ? 48 : 72;
+constexpr int CONS_REGS = NWG == 3 ? 152 : 216;
 constexpr int BAR_OFF = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES;  // WS=1 mbarriers
 constexpr int BAR_BYTES = WS ? STAGES * 32 + 16 : 0;  // full_k, full_v, empty_k, empty_v per stage; q_full, q_empty
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES + BAR_BYTES + 16 + ALIGN_SLACK;
@@ -1057,12 +1058,26 @@ __device__ __forceinline__ void ws_producer(const Params& p, unsigned char* smem
     const Item w = item_geom(p, b, tile, g);
     if (w.ntiles == 0) return;  // no key: the consumers write the empty-row values
     if (nql > 0) mbar_wait(br.q_empty, (nql - 1) & 1);
+    if constexpr (RPI % G == 0 && RPI % 8 == 0) {
+      // Row prow + RPI*i is token prow/G + (RPI/G)*i, head prow%G, at tile_off(prow, pcol, M) +
+      // 128*RPI*i: no per-row division (ptxas hoisted 2 x NQP quotients out of the persistent item
+      // loop and spilled them at PROD_REGS).
+      const int tok0 = prow / G;
+      const uint16_t* const q0 = p.q + (w.row0 + static_cast<int64_t>(tok0) * HQ + prow % G) * D + pcol * 8;
+      const uint32_t qd = qs + static_cast<uint32_t>(tile_off(prow, pcol, M));
 #pragma unroll
-    for (int i = 0; i < NQP; ++i) {
-      const int r = prow + RPI * i;
-      const bool ok = r / G < w.nq;
-      const int64_t off = ok ? (w.row0 + static_cast<int64_t>(r / G) * HQ + r % G) * D + pcol * 8 : 0;
-      cp_async_16(qs + tile_off(r, pcol, M), p.q + off, ok ? 16 : 0);
+      for (int i = 0; i < NQP; ++i) {
+        const bool ok = tok0 + (RPI / G) * i < w.nq;
+        cp_async_16(qd + 128 * RPI * i, ok ? q0 + static_cast<int64_t>((RPI / G) * i) * HQ * D : p.q, ok ? 16 : 0);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < NQP; ++i) {
+        const int r = prow + RPI * i;
+        const bool ok = r / G < w.nq;
+        const int64_t off = ok ? (w.row0 + static_cast<int64_t>(r / G) * HQ + r % G) * D + pcol * 8 : 0;
+        cp_async_16(qs + tile_off(r, pcol, M), p.q + off, ok ? 16 : 0);
+      }
     }
     cp_async_mbar_arrive_noinc(br.q_full);
     ++nql;
