@@ -26,8 +26,8 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                prefill: achieved TFLOP/s counting only the unmasked scores.
 
 Points: --points default (decode: one representative per structural knob combination and per split
-mode; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, plus two
-seeded random points),
+mode; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, and
+for gqa_prefill one per value of WS, plus two seeded random points),
 --points all (every valid point), or explicit --knobs NAME=V,NAME=V (repeatable).
 Exit status 0 when every check passed. One JSON line per (point, case) goes to --jsonl when given.
 """
@@ -165,13 +165,22 @@ def default_points_prefill(fam, pts, extra=2, seed=7):
         if key not in keys:
             keys.append(key)
     chosen = []
+    # A family with a WS knob (warp specialisation, a different code path): one point per value of
+    # WS per (WARPS, tile) pair, the other knobs cycled with an offset per WS value.
+    ws_vals = fam["knobs"].get("WS", [None])
     for i, key in enumerate(keys):
         same = [p for p in pts if tuple(p[k] for k in primary) == key]
-        want = {n: fam["knobs"][n][(i + j) % len(fam["knobs"][n])] for j, n in enumerate(others)}
-        # the valid point closest to the wanted values (most knobs equal)
-        best = max(same, key=lambda p: sum(p[n] == want[n] for n in others))
-        if best not in chosen:
-            chosen.append(best)
+        for wv in ws_vals:
+            cand = [p for p in same if wv is None or p["WS"] == wv]
+            if not cand:
+                continue
+            want = {n: fam["knobs"][n][(i + j + (wv or 0)) % len(fam["knobs"][n])] for j, n in enumerate(others)}
+            if wv is not None:
+                want["WS"] = wv
+            # the valid point closest to the wanted values (most knobs equal)
+            best = max(cand, key=lambda p: sum(p[n] == want[n] for n in others))
+            if best not in chosen:
+                chosen.append(best)
     rest = [p for p in pts if p not in chosen]
     random.Random(seed).shuffle(rest)
     return chosen + rest[:extra]

@@ -4,7 +4,7 @@
 # scripts/device-pack.sh (carry .dev and .data):
 #   1. device facts (nvidia-smi);
 #   2. self-test outside the judge (bench/attention_selftest.py --mode cuda): points per family
-#      (PTS_GQA: four wgmma points (MMA=1) and two mma.sync ones; PTS_MLA: three wgmma points and
+#      (PTS_GQA: five warp-specialised wgmma points (WS=1) and the best WS=0 one; PTS_MLA: three wgmma points and
 #      the two mma.sync ones; space-separated
 #      knob lists; PTS_GQA= / PTS_MLA= (empty) skip that family's self-test; SELFTEST_TIMEOUT per family, default
 #      240 s; CASES = synthetic | workloads | both, ONLY = comma list of case names) on the synthetic corner cases (qo_len = 1,
@@ -43,10 +43,13 @@ DEADLINE=${DEADLINE:-540}
 W014=${W014:-0,1,2,3,10,27}
 W016=${W016:-all}
 W019=${W019:-0,7,16,19,20,28}
-# GQA: the wgmma points first (MMA=1: 2 warpgroups sharing 64-key tiles with P V overlapping the
-# softmax; the same without the overlap; 1 warpgroup, 2 CTAs per SM; 2 warpgroups on 128-key tiles),
-# then two mma.sync points as the in-run baseline.
-PTS_GQA=${PTS_GQA-"WARPS=8,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=1 WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=4,KV_TILE=64,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1 WARPS=4,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=0 WARPS=8,KV_TILE=32,STAGES=4,ORDER=1,Q_IN_SMEM=1"}
+# GQA: the warp-specialised points first (WS=1: producer warpgroup + 2 consumer warpgroups on
+# 128-key tiles, 2 stages: with both overlaps (PINGPONG=1 between warpgroups, OVERLAP=1 inside
+# one, FA3's schedule), with PINGPONG only, the same persistent, with OVERLAP only; 3 consumer
+# warpgroups on 64-key tiles), then the best WS=0 point so far (254 TFLOP/s) as the in-run
+# baseline. Knobs left out of a point are 0 (the first valid point's values), so WS=0 points of
+# earlier runs still read the same.
+PTS_GQA=${PTS_GQA-"WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=1,PERSIST=0,WS=1,PINGPONG=1 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=0,PERSIST=0,WS=1,PINGPONG=1 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=1,PERSIST=1,WS=1,PINGPONG=1 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=1,PERSIST=0,WS=1,PINGPONG=0 WARPS=12,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=1,PERSIST=0,WS=1,PINGPONG=1 WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLAP=0,PERSIST=0,WS=0,PINGPONG=0"}
 # MLA: the wgmma points first (MMA=1: 3 warpgroups, Q's ckv part in registers, 32-key tiles in 6 or 4
 # stages, P V overlapping the softmax; 2 warpgroups on 64-key tiles in 2 stages, no overlap), then
 # the two mma.sync points of the earlier runs as the in-run baseline.

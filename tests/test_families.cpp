@@ -507,31 +507,46 @@ TEST(FamiliesDev, AttentionFamilySpaces) {
   }
 }
 
-// gqa_prefill_cuda's MMA and OVERLAP knobs: the wgmma points (MMA=1) exist on both GQA prefill
-// problems and only where that path applies (whole warpgroups, 64/128-key tiles, Q from shared
-// memory), OVERLAP=1 only with MMA=1 and a third stage, and every mma.sync point of the space before
-// the knobs is still there.
+// gqa_prefill_cuda's MMA, OVERLAP, WS and PINGPONG knobs: the wgmma points (MMA=1) exist on both GQA
+// prefill problems and only where that path applies (whole warpgroups, 64/128-key tiles, Q from
+// shared memory), OVERLAP=1 only with MMA=1 and a third stage (WS=1: K and V released separately, two
+// stages do), every mma.sync point of the space before the knobs is still there, and the WS=0 space
+// is the one before WS: warp specialisation (WS=1) only on the wgmma path, PINGPONG only with WS=1
+// and 2 or 3 consumer warpgroups, WARPS=12 only with WS=1 on 64-key tiles.
 TEST(FamiliesDev, GqaPrefillMmaPoints) {
   for (const char* name : {"014_gqa_paged_prefill_causal_h32_kv4_d128_ps1", "016_gqa_ragged_prefill_causal_h32_kv4_d128"}) {
     if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
     const Problem p = load_problem(dev_problem(name));
     const Family& f = shipped("gqa_prefill_cuda");
-    size_t wg = 0, sync = 0;
+    size_t wg = 0, sync = 0, ws0 = 0, ws1 = 0;
     for (const auto& k : f.space(p)) {
+      if (k.at("WS") == 0) {
+        ++ws0;
+        EXPECT_EQ(k.at("PINGPONG"), 0) << knobs_str(k);
+        EXPECT_LE(k.at("WARPS"), 8) << knobs_str(k);
+      } else {
+        ++ws1;
+        EXPECT_EQ(k.at("MMA"), 1) << knobs_str(k);
+        if (k.at("WARPS") == 12) EXPECT_EQ(k.at("KV_TILE"), 64) << knobs_str(k);
+      }
+      if (k.at("PINGPONG") == 1) EXPECT_GE(k.at("WARPS"), 8) << knobs_str(k);
       if (k.at("MMA") == 0) {
         EXPECT_EQ(k.at("OVERLAP"), 0) << knobs_str(k);
         ++sync;
         continue;
       }
       ++wg;
-      if (k.at("OVERLAP") == 1) EXPECT_GE(k.at("STAGES"), 3) << knobs_str(k);
+      if (k.at("OVERLAP") == 1 && k.at("WS") == 0) EXPECT_GE(k.at("STAGES"), 3) << knobs_str(k);
       EXPECT_EQ(k.at("WARPS") % 4, 0) << knobs_str(k);
       EXPECT_TRUE(k.at("KV_TILE") == 64 || k.at("KV_TILE") == 128) << knobs_str(k);
       EXPECT_EQ(k.at("Q_IN_SMEM"), 1) << knobs_str(k);
     }
     EXPECT_GE(wg, 24u) << name;
     EXPECT_EQ(sync, 141u) << name;  // the mma.sync space as it was before the knob
-    Knobs k{{"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 0}};
+    EXPECT_EQ(ws0, 225u) << name;   // the space as it was before WS
+    EXPECT_GE(ws1, 100u) << name;
+    Knobs k{{"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 0},
+            {"WS", 0}, {"PINGPONG", 0}};
     EXPECT_TRUE(f.valid(k, p));
     k["OVERLAP"] = 1;
     EXPECT_FALSE(f.valid(k, p));  // P V one tile behind needs a third stage
@@ -550,6 +565,36 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
     k["KV_TILE"] = 128;
     k["STAGES"] = 4;
     EXPECT_FALSE(f.valid(k, p));  // 4 x 64 KB stages do not fit
+    // WS=1: the points to time first (FA3-like: 2 consumer warpgroups, 128-key tiles in 2 stages,
+    // both overlaps), and what it excludes.
+    k = {{"WARPS", 8}, {"KV_TILE", 128}, {"STAGES", 2}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 1},
+         {"WS", 1}, {"PINGPONG", 1}};
+    EXPECT_TRUE(f.valid(k, p));
+    k["WS"] = 0;
+    EXPECT_FALSE(f.valid(k, p));  // PINGPONG needs WS=1 (and OVERLAP=1 at two stages too)
+    k["PINGPONG"] = 0;
+    EXPECT_FALSE(f.valid(k, p));
+    k["WS"] = 1;
+    EXPECT_TRUE(f.valid(k, p));
+    k["STAGES"] = 3;
+    EXPECT_FALSE(f.valid(k, p));  // 3 x 64 KB stages + Q + the ranking do not fit
+    k["STAGES"] = 2;
+    k["MMA"] = 0;
+    EXPECT_FALSE(f.valid(k, p));  // WS is a wgmma-path knob
+    k = {{"WARPS", 12}, {"KV_TILE", 64}, {"STAGES", 3}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 1},
+         {"WS", 1}, {"PINGPONG", 1}};
+    EXPECT_TRUE(f.valid(k, p));
+    k["KV_TILE"] = 128;
+    EXPECT_FALSE(f.valid(k, p));  // 3 consumer warpgroups have 152 registers each: 64-key tiles only
+    k["KV_TILE"] = 64;
+    k["WS"] = 0;
+    k["PINGPONG"] = 0;
+    EXPECT_FALSE(f.valid(k, p));  // WARPS=12 only with WS=1
+    k = {{"WARPS", 4}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 0},
+         {"WS", 1}, {"PINGPONG", 1}};
+    EXPECT_FALSE(f.valid(k, p));  // one consumer warpgroup has no one to take turns with
+    k["PINGPONG"] = 0;
+    EXPECT_TRUE(f.valid(k, p));
   }
 }
 

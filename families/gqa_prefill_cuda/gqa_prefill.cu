@@ -55,6 +55,24 @@
 //                         wgmmas (tile 0's "previous" P V is zeros times a 16-row zero block in
 //                         shared memory): ptxas serializes the wgmmas of a loop that issues them
 //                         under a branch or whose P registers are defined before the loop.
+//                         With WS=1 the K and V halves of a stage are released separately, so
+//                         OVERLAP=1 needs only STAGES >= 2 there (see "Warp specialisation").
+//            KA_WS        MMA=1 only. 0: every warp loads its share of Q/K/V with cp.async and the CTA
+//                         syncs once per K/V tile (as above). 1: warp specialisation (FlashAttention-3
+//                         style): one extra producer warpgroup (warps WARPS .. WARPS+3; the CTA has
+//                         32*WARPS+128 threads; setmaxnreg moves its registers to the consumers)
+//                         issues every Q, K and V copy into a STAGES-deep ring guarded by
+//                         mbarriers ("full" per K and per V half of a stage, and for Q; "empty"
+//                         likewise), the WARPS consumer warps (WARPS/4 warpgroups) only wait, run the
+//                         wgmmas and the softmax, and release what they read; no CTA-wide barrier in
+//                         the tile loop, the producer runs up to STAGES tiles (and the next work
+//                         item's Q with PERSIST=1) ahead. See "Warp specialisation (WS=1)".
+//            KA_PINGPONG  WS=1 with 2 or 3 consumer warpgroups only. 1: the warpgroups take turns to
+//                         issue their wgmmas (named barriers in a ring: warpgroup i waits for its
+//                         turn, issues S = Q K^T of its tile (OVERLAP=1: and the P V of the previous
+//                         tile), passes the turn to warpgroup i+1), so the tensor cores run one
+//                         warpgroup's wgmmas while the other does its softmax (FA3's inter-warpgroup
+//                         overlap); 0: each warpgroup issues as soon as its data is there.
 //
 // Work decomposition. grid = (upper bound of query tiles, kv heads). The bound comes from shapes
 // only (ceil(total_q / QTILE) + batch + 1), so the host never reads the index arrays; each CTA
@@ -63,6 +81,52 @@
 // the last tile return at once. A CTA whose rows all see no key only writes the empty-row values.
 // Otherwise it needs keys [0, kv_hi) with kv_hi = min(kv_len, last_row + delta + 1); tiles wholly
 // below min(kv_len, first_row + delta + 1) need no mask, the rest (diagonal) are masked per element.
+//
+// Warp specialisation (WS=1). Warps 0 .. WARPS-1 are the consumers (warpgroup w/4 owns CTA rows
+// 64*(w/4) .. +63, as with WS=0), warps WARPS .. WARPS+3 the producer warpgroup (a warpgroup must
+// start at a warp index that is a multiple of 4, so the producer comes last). A warpgroup rather
+// than one warp: ptxas sizes the registers of a wgmma kernel for the CTA rounded up to whole
+// warpgroups (a 288-thread build got 168 registers per thread, as for 384, and spilled at
+// KV_TILE=128), so a lone producer warp saves no registers; with a whole producer warpgroup,
+// setmaxnreg moves them: the producer drops to PROD_REGS (72; 48 with 3 consumer warpgroups) and
+// the consumers rise to CONS_REGS (216; 152), from the 168 (128) every thread gets at launch
+// (CUDA 13.0: the consumers' SASS uses up to R203 at KV_TILE=128; the persistent producer spilled
+// at 56). With one consumer warpgroup (WARPS=4, 256 threads) every thread already has up to 255 and
+// nothing moves. The 128 producer threads share the copies (fewer instructions per warp than one warp
+// doing them all).
+//   Copies. The 128-byte swizzle puts the 16-byte chunks of a row at XOR-permuted places in two
+// column blocks, so a row is never contiguous in shared memory and a bulk copy (linear bytes)
+// cannot fill it; a tensor-map TMA could, but not through kv_indices one row at a time without a
+// tensor map per row, and the emulator has no TMA. So the producer uses 16-byte cp.async.cg (the
+// gqa_decode PRODUCER=1 idiom): producer thread i copies chunk i % KCH of rows i / KCH + RPI*j
+// (RPI = 128 / KCH rows per pass, 8 at head_dim 128), each to its swizzled place (tile_off; the
+// swizzle phase of a thread's rows is fixed when RPI is a multiple of 8), rows beyond kv_hi (and
+// Q rows beyond the tile) zero-filled by src-size 0. Per K/V tile of 128 keys at head_dim 128 that
+// is 16 K and 16 V cp.async per producer thread plus 16 page-id loads (paged).
+//   Protocol. mbarriers: per stage s full_k[s], full_v[s] (count 128: every producer thread arrives
+// by cp.async.mbarrier.arrive.noinc, i.e. once its earlier cp.async landed) and empty_k[s],
+// empty_v[s] (count WARPS: lane 0 of each consumer warp, after its warpgroup's wgmma that read
+// the half retired); q_full (128) and q_empty (WARPS) for the Q tile. Tile number `it` counts the
+// K/V tiles of all the CTA's work items (the ring and the phases carry over items with
+// PERSIST=1): stage it % STAGES, fill k = it / STAGES, waited with parity k & 1; the producer
+// waits empty of fill k-1 (parity (k-1) & 1) before fill k >= 1. Q of the n-th item with keys:
+// q_full parity n & 1, the producer waits q_empty parity (n-1) & 1 before reloading Q; the
+// consumers release Q after the S wgmma of the item's last tile retired. K of a tile is released
+// after its S wgmma retired, V after its P V wgmma retired (OVERLAP=1: one tile later), so the
+// producer refills K while the softmax still runs. Phases never alias: a fill k+1 is issued only
+// after every consumer warp released fill k, which it did after waiting for it. Consumers wait on
+// a full barrier, __syncwarp (the spin loop's lanes reconverge before the .aligned wgmma), and
+// fence.proxy.async (the cp.async data, generic proxy, before the wgmma reads, async proxy). The
+// producer, after its last copy, waits for the full phases of the last min(STAGES, tiles) tiles
+// and of the last Q, so that it never exits with copies in flight. Work items with no key (all
+// rows masked) are written by the consumer threads and skipped by the producer (no copy, no
+// barrier use). The only __syncthreads are ORDER=2's ranking and the one after the barriers'
+// initialisation (and the zero block's, OVERLAP=1), before the roles split.
+//   PINGPONG=1: named barriers 2 .. 1+WARPS/4, one per consumer warpgroup, over 256 threads:
+// warpgroup i waits on barrier 2+i (bar.sync) before issuing its tile's wgmmas and arrives on
+// barrier 2+(i+1)%NWG (bar.arrive) after issuing them; the last warpgroup arrives once on barrier
+// 2 at the start, so warpgroup 0 goes first. All warpgroups of a CTA run the same number of
+// tiles, so the turns alternate strictly (one arrival is left pending at exit).
 #ifdef KA_EMULATE
 #include KA_EMULATE
 #else
@@ -76,7 +140,8 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_PAGED) || \
     !defined(KA_MASKED_ROW_ZERO) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) ||        \
-    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_OVERLAP)
+    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_OVERLAP) || \
+    !defined(KA_WS) || !defined(KA_PINGPONG)
 #error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
@@ -112,18 +177,34 @@ constexpr int MAXB_SORT = 1024;
 constexpr int SORT_BYTES = KA_ORDER == 2 ? MAXB_SORT * 8 : 0;
 constexpr int ALIGN_SLACK = MMA ? 1024 : 0;  // the swizzled tiles start 1024-byte aligned
 constexpr int ZERO_BYTES = PIPE ? 16 * 2 * D : 0;  // OVERLAP: 16 rows of zeros, the B of the P V at tile 0
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES + 16 + ALIGN_SLACK;
+constexpr int WS = KA_WS;
+constexpr int NWG = W / 4;                   // consumer warpgroups (MMA=1)
+constexpr int PROD = 128;                    // WS=1: producer threads (one warpgroup, warps W .. W+3)
+constexpr int NTHREADS = NT + PROD * WS;     // WS=1: plus the producer warpgroup
+// WS=1, setmaxnreg: registers per thread of the producer and of the consumer warpgroups after the
+// split (the launch gives every thread 65536 / NTHREADS, rounded down to 8: 168 with 2 consumer
+// warpgroups, 128 with 3); 128 * PROD_REGS + NT * CONS_REGS <= 65536. One consumer warpgroup
+// (256 threads, up to 255 registers each at launch) needs no move.
+constexpr int PROD_REGS = NWG == 3 ? 48 : 72;
+constexpr int CONS_REGS = NWG == 3 ? 152 : 216;
+constexpr int BAR_OFF = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES;  // WS=1 mbarriers
+constexpr int BAR_BYTES = WS ? STAGES * 32 + 16 : 0;  // full_k, full_v, empty_k, empty_v per stage; q_full, q_empty
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES + BAR_BYTES + 16 + ALIGN_SLACK;
 constexpr float kNegInf = -__builtin_huge_valf();
 
 static_assert(HQ % HKV == 0 && M % G == 0, "16*WARPS must be a multiple of the group size");
 static_assert(D % 32 == 0 && D <= 256, "head_dim must be a multiple of 32, at most 256");
-static_assert(NT % KCH == 0 && T % RPP == 0 && M % RPP == 0, "WARPS / KV_TILE / head_dim");
+static_assert(WS || (NT % KCH == 0 && T % RPP == 0 && M % RPP == 0), "WARPS / KV_TILE / head_dim");
 static_assert(T % 16 == 0, "KV_TILE");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 static_assert(MMA == 0 || (W % 4 == 0 && (D == 64 || D == 128) && (T == 64 || T == 128) && KA_Q_IN_SMEM == 1),
               "MMA=1: WARPS % 4 == 0, head_dim 64 or 128, KV_TILE 64 or 128, Q_IN_SMEM 1");
-static_assert(PIPE == 0 || (MMA == 1 && STAGES >= 3), "OVERLAP=1: MMA=1 and STAGES >= 3");
+static_assert(PIPE == 0 || (MMA == 1 && (STAGES >= 3 || WS)), "OVERLAP=1: MMA=1 and STAGES >= 3 (WS=1: 2)");
+static_assert(WS == 0 || (WS == 1 && MMA == 1 && PROD % KCH == 0 && BAR_OFF % 8 == 0), "WS=1: MMA=1");
+static_assert(WS == 0 || NWG == 1 || PROD * PROD_REGS + NT * CONS_REGS <= 65536, "WS=1: setmaxnreg budget");
+static_assert(KA_PINGPONG == 0 || (KA_PINGPONG == 1 && WS == 1 && NWG >= 2 && NWG <= 3),
+              "PINGPONG=1: WS=1 and 2 or 3 consumer warpgroups");
 
 // Byte offset of 16-byte chunk c of row r in a shared tile of `rows` rows (see KA_MMA).
 __host__ __device__ constexpr int tile_off(int r, int c, int rows) {
@@ -156,6 +237,16 @@ template <int N>
 inline void wgmma_wait_n() { wgmma_wait(N); }
 template <typename X, int R, int C>
 inline void fence_operands(X (&)[R][C]) {}
+#if KA_WS
+// mbar_init, mbar_fence_init, mbar_try_wait, mbar_arrive, cp_async_mbar_arrive_noinc and
+// fence_proxy_async come from ka_emu_ops with the CUDA signatures.
+inline void named_bar_sync(int id, int count) { emu::named_sync(id, count); }
+inline void named_bar_arrive(int id, int count) { emu::named_arrive(id, count); }
+template <int N>
+inline void setmaxnreg_inc() {}  // a register budget: nothing to emulate
+template <int N>
+inline void setmaxnreg_dec() {}
+#endif
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
@@ -253,8 +344,67 @@ __device__ __forceinline__ void wgmma_rs_n128(float (&d)[16][4], const uint32_t 
       : KA_WGMMA_D_0_7, KA_WGMMA_D_8_15
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
+#if KA_WS
+// WS=1 (the gqa_decode PRODUCER=1 primitives). mbarriers live in shared memory (8 bytes, 8-byte aligned).
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes the initialisation visible to the async proxy and to the other threads (after the
+// __syncthreads that follows).
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+// True once the phase of parity `parity` has completed (acquire).
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+// One arrival (release: this thread's earlier reads, and the wgmmas it waited for, are done before
+// a thread that observes the phase's completion refills the stage).
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// The arrival of this thread happens once all its prior cp.async have completed; .noinc: the
+// barrier's count includes this arrival.
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// Named barriers (0 is __syncthreads'): wait for `count` threads, or arrive without waiting.
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// Moves registers between warpgroups (all warps of the warpgroup execute it): the producer gives
+// up registers, the consumers take them (the increase waits until the pool has them).
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+#endif
 
 #else
+#if KA_WS
+__device__ __forceinline__ void mbar_init(uint32_t, int) { __trap(); }
+__device__ __forceinline__ void mbar_fence_init() { __trap(); }
+__device__ __forceinline__ bool mbar_try_wait(uint32_t, uint32_t) { __trap(); return true; }
+__device__ __forceinline__ void mbar_arrive(uint32_t) { __trap(); }
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t) { __trap(); }
+__device__ __forceinline__ void named_bar_sync(int, int) { __trap(); }
+__device__ __forceinline__ void named_bar_arrive(int, int) { __trap(); }
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() { __trap(); }
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() { __trap(); }
+#endif
 __device__ __forceinline__ void wgmma_fence() { __trap(); }
 __device__ __forceinline__ void wgmma_commit() { __trap(); }
 template <int N>
@@ -305,6 +455,13 @@ __device__ __forceinline__ void fence_operands(uint32_t (&d)[R][C]) {
 __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
   return static_cast<uint64_t>((addr & 0x3ffffu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3fffu) << 16) |
          (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+}
+#endif
+
+#if KA_WS
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  while (!mbar_try_wait(bar, parity)) {
+  }
 }
 #endif
 
@@ -405,12 +562,16 @@ __device__ __forceinline__ bool advance(const Params& p, const int* ord, Cursor&
   return false;
 }
 
+#if KA_WS
+__device__ __forceinline__ void ws_main(const Params& p, unsigned char* smem, const int* ord);
+#else
 __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile, int g);
+#endif
 
 // KA_PERSIST 0: one CTA per (tile bound, kv head); 1: persistent CTAs (SMs x occupancy) walk the
 // work items (tile, kv head) with a stride, tiles in work order, so no CTA is spent on the slack of
 // the shape-based bound and a CTA's writes of rows that see no key cost no launch.
-__global__ void __launch_bounds__(NT) gqa_prefill_kernel(Params p) {
+__global__ void __launch_bounds__(NTHREADS) gqa_prefill_kernel(Params p) {
   KA_DYN_SMEM(smem_raw);
   constexpr uint32_t AL = MMA ? 1024 : 16;  // the swizzled tiles need 1024-byte alignment
   unsigned char* const smem = smem_raw + ((AL - (smem_u32(smem_raw) & (AL - 1))) & (AL - 1));
@@ -446,6 +607,9 @@ __global__ void __launch_bounds__(NT) gqa_prefill_kernel(Params p) {
       ord = order;
     }
   }
+#if KA_WS
+  ws_main(p, smem, ord);
+#else
   if constexpr (KA_PERSIST == 0) {
     int b, tile;
     if (!map_tile(p, ord, blockIdx.x, lane, b, tile)) return;  // CTA-uniform
@@ -460,8 +624,10 @@ __global__ void __launch_bounds__(NT) gqa_prefill_kernel(Params p) {
       do_tile(p, smem, b, tile, static_cast<int>(w % HKV));
     }
   }
+#endif
 }
 
+#if !KA_WS  // (WS=1 runs ws_main instead)
 __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile, int g) {
   unsigned char* const stages = smem;
   unsigned char* const qs_smem = smem + STAGES * STAGE_BYTES;
@@ -812,6 +978,426 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(h ? e1 : e0);
   }
 }
+#endif  // !KA_WS
+
+#if KA_WS
+// ── warp specialisation (WS=1; see "Warp specialisation" at the top) ─────────────────────────────
+// One work item's geometry, as do_tile computes it.
+struct Item {
+  int q0, k0, kl, delta, i0, nq, kv_hi, ntiles, nomask;
+  int64_t row0;  // (token, head) row of CTA row 0
+};
+__device__ __forceinline__ Item item_geom(const Params& p, int b, int tile, int g) {
+  Item w;
+  int ql;
+  w.k0 = 0;
+  w.kl = 0;
+  if (b < 0) {
+    w.q0 = 0;
+    ql = __ldg(p.qo_indptr);
+  } else {
+    w.q0 = __ldg(p.qo_indptr + b);
+    ql = __ldg(p.qo_indptr + b + 1) - w.q0;
+    w.k0 = __ldg(p.kv_indptr + b);
+    w.kl = imax(__ldg(p.kv_indptr + b + 1) - w.k0, 0);
+    if (KA_ORDER >= 1) tile = ceil_div_i(ql, QT) - 1 - tile;
+  }
+  w.delta = w.kl - ql;
+  w.i0 = tile * QT;
+  w.nq = imin(QT, ql - w.i0);
+  w.kv_hi = imin(w.kl, imax(w.i0 + w.nq - 1 + w.delta + 1, 0));
+  w.ntiles = w.kv_hi > 0 ? ceil_div_i(w.kv_hi, T) : 0;
+  w.nomask = imin(w.kl, imax(w.i0 + w.delta + 1, 0)) / T;
+  w.row0 = static_cast<int64_t>(w.q0 + w.i0) * HQ + g * G;
+  return w;
+}
+// f(b, tile, g) for each work item of this CTA in order (PERSIST=0: the one of blockIdx). Producer
+// and consumers walk the same items independently (no CTA barrier between items).
+template <typename F>
+__device__ __forceinline__ void for_each_item(const Params& p, const int* ord, int lane, F&& f) {
+  if constexpr (KA_PERSIST == 0) {
+    int b, tile;
+    if (map_tile(p, ord, blockIdx.x, lane, b, tile)) f(b, tile, static_cast<int>(blockIdx.y));
+  } else {
+    Cursor cur;
+    const int64_t items = static_cast<int64_t>(p.tiles) * HKV;
+    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+      int b, tile;
+      if (!advance(p, ord, cur, static_cast<int>(w / HKV), b, tile)) break;
+      f(b, tile, static_cast<int>(w % HKV));
+    }
+  }
+}
+// mbarrier addresses: full_k, full_v, empty_k, empty_v (STAGES each), q_full, q_empty.
+struct Bars {
+  uint32_t full_k, full_v, empty_k, empty_v, q_full, q_empty;
+  __device__ __forceinline__ explicit Bars(uint32_t base)
+      : full_k(base), full_v(base + 8 * STAGES), empty_k(base + 16 * STAGES), empty_v(base + 24 * STAGES),
+        q_full(base + 32 * STAGES), q_empty(base + 32 * STAGES + 8) {}
+};
+
+// The producer warpgroup (ptid = thread 0..127 of it): Q once per item with keys, then the item's
+// K/V tiles into the ring.
+__device__ __forceinline__ void ws_producer(const Params& p, unsigned char* smem, const int* ord, int ptid, const Bars& br) {
+  constexpr int RPI = PROD / KCH;            // rows per pass of the producer's threads
+  constexpr int NRP = T / RPI;               // K (and V) rows per thread per tile
+  constexpr int NQP = M / RPI;               // Q rows per thread
+  constexpr int SWP = RPI >= 8 ? 1 : 8 / RPI;  // rows prow + RPI*i repeat their swizzle phase every SWP values of i
+  static_assert(RPI % 8 == 0 || RPI * SWP == 8, "WS=1 producer layout");
+  static_assert(T % RPI == 0 && M % RPI == 0 && NRP % SWP == 0, "WS=1 producer rows");
+  constexpr int64_t RSTRIDE = static_cast<int64_t>(HKV) * D;  // elements from one K/V row to the next
+  const int lane = ptid & 31;
+  const int prow = ptid / KCH, pcol = ptid % KCH;
+  // tile_off(prow + RPI*i, pcol, T) = koff[i % SWP] + 128 * RPI * (i - i % SWP)
+  uint32_t koff[SWP];
+#pragma unroll
+  for (int j = 0; j < SWP; ++j) koff[j] = static_cast<uint32_t>(tile_off(prow + RPI * j, pcol, T));
+  const uint32_t st0 = smem_u32(smem), qs = smem_u32(smem + STAGES * STAGE_BYTES);
+  int it = 0, nql = 0;  // K/V tiles and Q tiles issued so far
+  for_each_item(p, ord, lane, [&](int b, int tile, int g) {
+    const Item w = item_geom(p, b, tile, g);
+    if (w.ntiles == 0) return;  // no key: the consumers write the empty-row values
+    if (nql > 0) mbar_wait(br.q_empty, (nql - 1) & 1);
+    if constexpr (RPI % G == 0 && RPI % 8 == 0) {
+      // Row prow + RPI*i is token prow/G + (RPI/G)*i, head prow%G, at tile_off(prow, pcol, M) +
+      // 128*RPI*i: no per-row division (ptxas hoisted 2 x NQP quotients out of the persistent item
+      // loop and spilled them at PROD_REGS).
+      const int tok0 = prow / G;
+      const uint16_t* const q0 = p.q + (w.row0 + static_cast<int64_t>(tok0) * HQ + prow % G) * D + pcol * 8;
+      const uint32_t qd = qs + static_cast<uint32_t>(tile_off(prow, pcol, M));
+#pragma unroll
+      for (int i = 0; i < NQP; ++i) {
+        const bool ok = tok0 + (RPI / G) * i < w.nq;
+        cp_async_16(qd + 128 * RPI * i, ok ? q0 + static_cast<int64_t>((RPI / G) * i) * HQ * D : p.q, ok ? 16 : 0);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < NQP; ++i) {
+        const int r = prow + RPI * i;
+        const bool ok = r / G < w.nq;
+        const int64_t off = ok ? (w.row0 + static_cast<int64_t>(r / G) * HQ + r % G) * D + pcol * 8 : 0;
+        cp_async_16(qs + tile_off(r, pcol, M), p.q + off, ok ? 16 : 0);
+      }
+    }
+    cp_async_mbar_arrive_noinc(br.q_full);
+    ++nql;
+    const uint16_t* const kb = p.k + g * D + pcol * 8;
+    const uint16_t* const vb = p.v + g * D + pcol * 8;
+#pragma unroll 1
+    for (int u = 0; u < w.ntiles; ++u, ++it) {
+      // Source rows of keys u*T + prow + RPI*i (-1: past kv_hi, zero-filled); loaded before the
+      // wait on "empty", so that their latency hides behind it.
+      int rows[NRP];
+#pragma unroll
+      for (int i = 0; i < NRP; ++i) {
+        const int j = u * T + prow + RPI * i;
+        int r = -1;
+        if (j < w.kv_hi) {
+#if KA_PAGED
+          r = imin(imax(__ldg(p.indices + w.k0 + j), 0), p.num_rows - 1);
+#else
+          r = w.k0 + j;
+#endif
+        }
+        rows[i] = r;
+      }
+      const int s = it % STAGES;
+      const uint32_t par = ((it / STAGES) - 1) & 1;  // fill k-1 of stage s, released by every consumer warp
+      const uint32_t ks = st0 + s * STAGE_BYTES, vs = ks + T * ROWB;
+      if (it >= STAGES) mbar_wait(br.empty_k + 8 * s, par);
+#pragma unroll
+      for (int i = 0; i < NRP; ++i)
+        cp_async_16(ks + koff[i % SWP] + 128 * RPI * (i - i % SWP), kb + imax(rows[i], 0) * RSTRIDE, rows[i] >= 0 ? 16 : 0);
+      cp_async_mbar_arrive_noinc(br.full_k + 8 * s);
+      if (it >= STAGES) mbar_wait(br.empty_v + 8 * s, par);
+#pragma unroll
+      for (int i = 0; i < NRP; ++i)
+        cp_async_16(vs + koff[i % SWP] + 128 * RPI * (i - i % SWP), vb + imax(rows[i], 0) * RSTRIDE, rows[i] >= 0 ? 16 : 0);
+      cp_async_mbar_arrive_noinc(br.full_v + 8 * s);
+    }
+  });
+  // No exit with copies in flight: the last fill of each stage, and the last Q, have landed.
+  for (int u = imax(0, it - STAGES); u < it; ++u) {
+    mbar_wait(br.full_k + 8 * (u % STAGES), (u / STAGES) & 1);
+    mbar_wait(br.full_v + 8 * (u % STAGES), (u / STAGES) & 1);
+  }
+  if (nql > 0) mbar_wait(br.q_full, (nql - 1) & 1);
+}
+
+// The consumer warps (tid < NT): per item, wait Q; per tile, wait K, S = Q K^T, release K,
+// softmax, wait V, O += P V, release V (OVERLAP=1: P V of tile t issued with S of tile t+1).
+__device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem, const int* ord, int tid, const Bars& br) {
+  unsigned char* const stages = smem;
+  unsigned char* const qs_smem = smem + STAGES * STAGE_BYTES;
+  const int lane = tid & 31, warp = tid >> 5;
+  const int r0 = lane >> 2, cq = 2 * (lane & 3);
+  const int wr0 = warp * 16 + r0, wr1 = wr0 + 8;  // CTA rows
+#if KA_PINGPONG
+  const int wg = warp >> 2;
+  if (wg == NWG - 1) named_bar_arrive(2, 256);  // warpgroup 0 takes the first turn
+#endif
+  auto pv_descs = [&](const unsigned char* vsm, uint64_t(&dv)[KT]) {
+    const uint32_t vb = smem_u32(vsm);
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) dv[kt] = sw128_desc(vb + kt * 16 * 128, T * 128);
+  };
+  auto to_frags = [](const uint32_t(&pk)[NTT][2], uint32_t(&pa)[KT][4]) {
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) {
+      pa[kt][0] = pk[2 * kt][0];
+      pa[kt][1] = pk[2 * kt][1];
+      pa[kt][2] = pk[2 * kt + 1][0];
+      pa[kt][3] = pk[2 * kt + 1][1];
+    }
+  };
+  int it = 0, nql = 0;  // K/V tiles and Q tiles consumed so far
+  for_each_item(p, ord, lane, [&](int b, int tile, int g) {
+    const Item w = item_geom(p, b, tile, g);
+    if (w.ntiles == 0) {
+      // ── rows that see no key: the empty-row values (as do_tile) ──
+      const bool nan_rows = !KA_MASKED_ROW_ZERO && w.kl > 0;
+      const uint32_t fill = nan_rows ? 0x7fc07fc0u : 0u;
+      constexpr int C16 = D / 8;
+      for (int i = tid; i < w.nq * G * C16; i += NT) {
+        const int r = i / C16, c = i % C16;
+        const int tok = r / G, hh = r % G;
+        uint4* dst = reinterpret_cast<uint4*>(p.out + (static_cast<int64_t>(w.q0 + w.i0 + tok) * HQ + g * G + hh) * D) + c;
+        *dst = make_uint4(fill, fill, fill, fill);
+      }
+      for (int r = tid; r < w.nq * G; r += NT)
+        p.lse[static_cast<int64_t>(w.q0 + w.i0 + r / G) * HQ + g * G + r % G] = kNegInf;
+      return;
+    }
+    const int lim0 = w.i0 + wr0 / G + w.delta;  // last key row r0 sees
+    const int lim1 = w.i0 + wr1 / G + w.delta;
+    const int kl = w.kl;
+    float m0 = kNegInf, m1 = kNegInf, l0 = 0.f, l1 = 0.f, e0 = 0.f, e1 = 0.f;
+    float o[NTD][4];
+#pragma unroll
+    for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+#if KA_OVERLAP
+    const unsigned char* const zero_blk = qs_smem + Q_BYTES + SORT_BYTES;
+    uint32_t pa_prev[KT][4];
+#endif
+    mbar_wait(br.q_full, nql & 1);  // (made visible to the wgmma by the fence after the K wait)
+    ++nql;
+    const uint32_t qa = smem_u32(qs_smem) + (warp >> 2) * 64 * 128;
+#pragma unroll 1
+    for (int t = 0; t < w.ntiles; ++t, ++it) {
+      const int s = it % STAGES;
+      const uint32_t ph = (it / STAGES) & 1;
+      mbar_wait(br.full_k + 8 * s, ph);
+#if KA_OVERLAP
+      const int sp = (it + STAGES - 1) % STAGES;  // stage of tile t-1 (t > 0)
+      if (t > 0) mbar_wait(br.full_v + 8 * sp, ((it - 1) / STAGES) & 1);
+#endif
+      __syncwarp();         // the lanes leave the spin loops together before the .aligned wgmma
+      fence_proxy_async();  // the producer's cp.async data (generic proxy) before the wgmma reads
+      const unsigned char* ks = stages + s * STAGE_BYTES;
+      float sc[NTT][4];
+#pragma unroll
+      for (int j = 0; j < NTT; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+      {
+        const uint32_t kb = smem_u32(ks);
+        uint64_t dq[KSTEPS], dk[KSTEPS];
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+          dq[kk] = sw128_desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16);
+          dk[kk] = sw128_desc(kb + (kk >> 2) * T * 128 + (kk & 3) * 32, 16);
+        }
+#if KA_OVERLAP
+        uint64_t dv[KT];
+        if (t > 0) {
+          pv_descs(stages + sp * STAGE_BYTES + T * ROWB, dv);
+        } else {
+#pragma unroll
+          for (int kt = 0; kt < KT; ++kt) {
+            dv[kt] = sw128_desc(smem_u32(zero_blk), 16 * 128);
+            pa_prev[kt][0] = pa_prev[kt][1] = pa_prev[kt][2] = pa_prev[kt][3] = 0u;
+          }
+        }
+#endif
+#if KA_PINGPONG
+        named_bar_sync(2 + wg, 256);  // this warpgroup's turn
+#endif
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) wgmma_ss<T>(sc, dq[kk], dk[kk]);
+        wgmma_commit();
+#if KA_OVERLAP
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa_prev[kt], dv[kt]);  // P V of tile t-1
+        wgmma_commit();
+#endif
+#if KA_PINGPONG
+        named_bar_arrive(2 + (wg + 1 == NWG ? 0 : wg + 1), 256);  // the next warpgroup's turn
+#endif
+#if KA_OVERLAP
+        wgmma_wait_n<1>();
+#else
+        wgmma_wait_n<0>();
+#endif
+        fence_operands(sc);
+      }
+      if (lane == 0) {
+        mbar_arrive(br.empty_k + 8 * s);                    // K of tile t read
+        if (t == w.ntiles - 1) mbar_arrive(br.q_empty);  // Q read for the last time in this item
+      }
+      // Scale to base 2; mask on diagonal tiles only.
+      const int kbase = t * T;
+      if (t >= w.nomask) {
+#pragma unroll
+        for (int j = 0; j < NTT; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int key = kbase + 8 * j + cq + e;
+            sc[j][e] = (key <= lim0 && key < kl) ? sc[j][e] * p.scale_log2 : kNegInf;
+            sc[j][2 + e] = (key <= lim1 && key < kl) ? sc[j][2 + e] * p.scale_log2 : kNegInf;
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < NTT; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sc[j][e] *= p.scale_log2;
+      }
+      float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+      for (int j = 0; j < NTT; ++j) {
+        mx0 = fmaxf(mx0, fmaxf(sc[j][0], sc[j][1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[j][2], sc[j][3]));
+      }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+      const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
+      const float a0 = exp2f(m0 - mu0), a1 = exp2f(m1 - mu1);
+      m0 = mn0;
+      m1 = mn1;
+      uint32_t pk[NTT][2];
+      float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
+#pragma unroll
+      for (int j = 0; j < NTT; ++j) {
+        const float p00 = exp2f(sc[j][0] - mu0), p01 = exp2f(sc[j][1] - mu0);
+        const float p10 = exp2f(sc[j][2] - mu1), p11 = exp2f(sc[j][3] - mu1);
+        pk[j][0] = pack_bf16(p00, p01);
+        pk[j][1] = pack_bf16(p10, p11);
+        ls0 += bf_lo(pk[j][0]) + bf_hi(pk[j][0]);
+        ls1 += bf_lo(pk[j][1]) + bf_hi(pk[j][1]);
+        es0 += p00 + p01;
+        es1 += p10 + p11;
+      }
+      l0 = l0 * a0 + ls0;
+      l1 = l1 * a1 + ls1;
+      e0 = e0 * a0 + es0;
+      e1 = e1 * a1 + es1;
+#if KA_OVERLAP
+      wgmma_wait_n<0>();  // P V of tile t-1 done: O may be rescaled, pa_prev rewritten, V of t-1 released
+      fence_operands(o);
+      fence_operands(pa_prev);
+      if (t > 0 && lane == 0) mbar_arrive(br.empty_v + 8 * sp);
+#endif
+#pragma unroll
+      for (int n = 0; n < NTD; ++n) {
+        o[n][0] *= a0;
+        o[n][1] *= a0;
+        o[n][2] *= a1;
+        o[n][3] *= a1;
+      }
+#if KA_OVERLAP
+      to_frags(pk, pa_prev);
+#else
+      // O += P V.
+      mbar_wait(br.full_v + 8 * s, ph);
+      __syncwarp();
+      fence_proxy_async();
+      {
+        uint32_t pa[KT][4];
+        uint64_t dv[KT];
+        to_frags(pk, pa);
+        pv_descs(ks + T * ROWB, dv);
+        wgmma_fence();
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa[kt], dv[kt]);
+      }
+      wgmma_commit();
+      wgmma_wait_n<0>();
+      fence_operands(o);
+      if (lane == 0) mbar_arrive(br.empty_v + 8 * s);  // V of tile t read
+#endif
+    }
+#if KA_OVERLAP
+    {
+      const int il = it - 1, sl = il % STAGES;  // the item's last tile
+      mbar_wait(br.full_v + 8 * sl, (il / STAGES) & 1);
+      __syncwarp();
+      fence_proxy_async();
+      uint64_t dv[KT];
+      pv_descs(stages + sl * STAGE_BYTES + T * ROWB, dv);
+      wgmma_fence();
+#pragma unroll
+      for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa_prev[kt], dv[kt]);
+      wgmma_commit();
+      wgmma_wait_n<0>();
+      fence_operands(o);
+      if (lane == 0) mbar_arrive(br.empty_v + 8 * sl);
+    }
+#endif
+    // ── epilogue: every warp owns whole rows (as do_tile) ──
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    e0 += __shfl_xor_sync(0xffffffffu, e0, 1);
+    e0 += __shfl_xor_sync(0xffffffffu, e0, 2);
+    e1 += __shfl_xor_sync(0xffffffffu, e1, 1);
+    e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
+    const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int wr = h ? wr1 : wr0;
+      if (wr / G >= w.nq) continue;
+      const float m = h ? m1 : m0;
+      const bool none = m == kNegInf;  // the row saw no key
+      const float inv = none ? 0.f : 1.f / (h ? l1 : l0);
+      const int64_t orow = w.row0 + static_cast<int64_t>(wr / G) * HQ + wr % G;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + orow * D);
+#pragma unroll
+      for (int n = 0; n < NTD; ++n)
+        dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+      if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(h ? e1 : e0);
+    }
+  });
+}
+
+__device__ __forceinline__ void ws_main(const Params& p, unsigned char* smem, const int* ord) {
+  const int tid = threadIdx.x;
+  const Bars br(smem_u32(smem + BAR_OFF));
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(br.full_k + 8 * s, PROD);
+      mbar_init(br.full_v + 8 * s, PROD);
+      mbar_init(br.empty_k + 8 * s, W);
+      mbar_init(br.empty_v + 8 * s, W);
+    }
+    mbar_init(br.q_full, PROD);
+    mbar_init(br.q_empty, W);
+    mbar_fence_init();
+  }
+#if KA_OVERLAP
+  fence_proxy_async();  // the zero block's stores before any wgmma reads it
+#endif
+  __syncthreads();  // barriers initialised (and the zero block written) before the roles split
+  if (tid >= NT) {
+    if constexpr (NWG > 1) setmaxnreg_dec<PROD_REGS>();
+    ws_producer(p, smem, ord, tid - NT, br);
+  } else {
+    if constexpr (NWG > 1) setmaxnreg_inc<CONS_REGS>();
+    ws_consumer(p, smem, ord, tid, br);
+  }
+}
+#endif  // KA_WS
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
 struct State {
@@ -832,7 +1418,7 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
     cudaDeviceGetAttribute(&g_state.sms, cudaDevAttrMultiProcessorCount, dev);
     cudaFuncSetAttribute(gqa_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     int occ = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gqa_prefill_kernel, NT, SMEM_BYTES);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gqa_prefill_kernel, NTHREADS, SMEM_BYTES);
     g_state.occ = occ > 0 ? occ : 1;
     g_state.init = true;
   }
@@ -854,11 +1440,11 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
   const int64_t tiles = (total_q + QT - 1) / QT + B + 1;
   p.tiles = static_cast<int>(tiles);
   if (KA_PERSIST == 0) {
-    KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(tiles), HKV), dim3(NT), SMEM_BYTES, p);
+    KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(tiles), HKV), dim3(NTHREADS), SMEM_BYTES, p);
   } else {
     int64_t ctas = static_cast<int64_t>(g_state.sms) * g_state.occ;
     if (ctas > tiles * HKV) ctas = tiles * HKV;
-    KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), SMEM_BYTES, p);
+    KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NTHREADS), SMEM_BYTES, p);
   }
 }
 

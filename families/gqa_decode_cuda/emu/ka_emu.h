@@ -22,7 +22,11 @@
 // accumulator registers are poisoned (NaN) and the results land only when wgmma.wait_group retires
 // their commit group, so reading (or writing) accumulators before the wait shows up; a wgmma
 // issued with nothing in flight and no wgmma.fence since the last wait is reported (the fence that
-// orders register writes before the async read). fence.proxy.async is accepted and not checked.
+// orders register writes before the async read). The shared-memory operands are read at issue, but
+// count as being read until every warp of the warpgroup retired the wgmma (wgmma.wait_group, which
+// first lets the other threads run; stricter than hardware, where the first warp's wait suffices):
+// a cp.async or bulk copy issued into those bytes before then (a stage refilled, or released to a
+// producer, too early) is reported. fence.proxy.async is accepted and not checked.
 // Hopper mbarriers and bulk copies (gqa_decode_cuda's BULK=1 path): mbarrier.init,
 // arrive.expect_tx, try_wait.parity, cp.async.bulk global -> shared with complete_tx, elect.sync.
 // A bulk copy is not performed at issue: its destination is poisoned (as for cp.async) and the
@@ -41,10 +45,12 @@
 // the phase sees the poison; those copies are no longer retired by the thread's wait_group (stricter
 // than hardware), a thread that exits while such copies are pending is reported, and a cp.async or
 // bulk copy into bytes that a pending copy still writes is reported (stage refilled too early).
-// Named barriers (bar.sync id, count): count a positive multiple of 32, the same in every arrival of
+// Named barriers (bar.sync id, count; bar.arrive id, count arrives without waiting):
+// count a positive multiple of 32, the same in every arrival of
 // one phase; the phase completes when `count` threads arrived, and then every warp that took part
-// must have arrived with all 32 lanes; a barrier that never fills (e.g. a thread it counts on has
-// exited) shows up as a deadlock. Threads outside the count may exit while it is in progress.
+// must have arrived with all 32 lanes (a warp arriving twice in one phase is reported); a barrier
+// that never fills (e.g. a thread it counts on has exited) shows up as a deadlock. Threads outside
+// the count may exit while it is in progress.
 #pragma once
 #include <ucontext.h>
 
@@ -55,6 +61,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -133,6 +140,18 @@ struct NamedBar {
   std::vector<int> per_warp;  // arrivals per warp in the current phase
 };
 
+// The shared-memory bytes one wgmma reads (its A and B operands from descriptors). They count as
+// being read until each of the warpgroup's 4 warps has retired the wgmma's group
+// (wgmma.wait_group, a warp-aligned instruction: any lane's retirement stands for its warp).
+// Hardware completes the operation by the first warp's wait; waiting for all 4 is stricter, so
+// that a warp that releases the operands before its own wait is caught even when another warp
+// of the warpgroup happened to wait first.
+struct WgRead {
+  std::vector<uint32_t> addrs;  // 2-byte elements
+  unsigned warps = 0;           // bit w: warp w of the warpgroup retired it
+  bool done = false;
+};
+
 struct Fiber {
   ucontext_t ctx;
   std::vector<char> stack;
@@ -144,6 +163,8 @@ struct Fiber {
   // wgmma.mma_async results in flight: (register, value), issued (open) or committed (wg_groups).
   std::vector<std::pair<float*, float>> wg_open;
   std::vector<std::vector<std::pair<float*, float>>> wg_groups;
+  std::vector<std::shared_ptr<WgRead>> wg_open_reads;                 // their shared-memory reads,
+  std::vector<std::vector<std::shared_ptr<WgRead>>> wg_group_reads;  // parallel to wg_open / wg_groups
   std::unordered_map<float*, std::pair<float, int>> wg_latest;  // register -> (newest in-flight value, writes in flight)
   bool wg_fenced = false;
   uint32_t wait_bar = 0, wait_parity = 0;  // kMbar: the mbarrier and the parity waited for
@@ -184,6 +205,7 @@ struct Cta {
   std::function<void()> body;
   std::unordered_map<uint32_t, MBar> mbars;  // by shared-memory address
   std::vector<unsigned char> bulk_pending;   // per shared byte: 1 while a pending bulk copy writes it
+  std::vector<uint16_t> wg_reading;          // per shared byte: in-flight wgmmas that read it
   NamedBar named[16];
 };
 
@@ -240,33 +262,45 @@ inline void cta_sync() {
   block_and_yield();
 }
 
-// bar.sync id, count: a named barrier over `count` threads (a multiple of 32).
-inline void named_sync(int id, int count) {
+// Named barriers: n arrivals at barrier id (count threads, a multiple of 32) from this thread's warp;
+// true when they complete the phase. A warp that arrives twice in one phase (its lanes counted more
+// than 32 times, e.g. a bar.arrive repeated before the phase completed) is reported: the phase
+// would complete without the threads it was meant to wait for.
+inline bool named_bar_add(int id, int count, int n) {
   Cta* c = cta();
-  Fiber& f = self();
-  if (id < 0 || id > 15) fail("bar.sync: barrier id out of range");
-  if (count <= 0 || count % 32 || count > c->nthreads) fail("bar.sync: thread count not a positive multiple of 32 within the CTA");
-  if (c->warps[tid() / 32].count != 0) fail("bar.sync while this thread's warp is inside a warp collective");
+  if (id < 0 || id > 15) fail("bar.sync/arrive: barrier id out of range");
+  if (count <= 0 || count % 32 || count > c->nthreads) fail("bar.sync/arrive: thread count not a positive multiple of 32 within the CTA");
   NamedBar& b = c->named[id];
   if (b.expected == 0) {
     b.expected = count;
     b.per_warp.assign(c->warps.size(), 0);
   } else if (b.expected != count) {
-    fail("bar.sync: threads arrive at one named barrier with different thread counts");
+    fail("bar.sync/arrive: threads arrive at one named barrier with different thread counts");
   }
-  b.per_warp[tid() / 32]++;
-  if (++b.arrived == b.expected) {
+  if ((b.per_warp[tid() / 32] += n) > 32) fail("bar.sync/arrive: a warp arrived twice at one phase of a named barrier");
+  if ((b.arrived += n) == b.expected) {
     for (int w : b.per_warp)
-      if (w != 0 && w != 32) fail("bar.sync: a warp took part with only some of its lanes");
+      if (w != 0 && w != 32) fail("bar.sync/arrive: a warp took part with only some of its lanes");
     b.expected = b.arrived = 0;
     b.gen++;
-    return;
+    return true;
   }
+  return false;
+}
+// bar.sync id, count: arrive and wait for the phase to complete.
+inline void named_sync(int id, int count) {
+  if (cta()->warps[tid() / 32].count != 0) fail("bar.sync while this thread's warp is inside a warp collective");
+  if (named_bar_add(id, count, 1)) return;
+  Fiber& f = self();
   f.state = kNamedBar;
   f.wait_named = id;
-  f.wait_gen = b.gen;
+  f.wait_gen = cta()->named[id].gen;
   block_and_yield();
 }
+// bar.arrive id, count: the warp's 32 arrivals, without waiting. A warp collective here (all 32 lanes
+// at the same bar.arrive), so that a lane cannot run ahead of the others past a non-blocking
+// arrival, which a converged warp on hardware does not do.
+inline void named_arrive(int id, int count);
 
 // Warp collective: deposit `in` (at most 64 bytes), get this lane's output from `compute`, which
 // runs once, in the last lane to arrive, over all 32 inputs.
@@ -298,6 +332,13 @@ Out collective(int kind, const In& in, F compute) {
   Out o;
   std::memcpy(&o, w.out[lane], sizeof(Out));
   return o;
+}
+
+inline void named_arrive(int id, int count) {
+  collective<int, int>(7, 0, [&](const int*, int* out) {
+    named_bar_add(id, count, 32);
+    for (int l = 0; l < 32; ++l) out[l] = 0;
+  });
 }
 
 // Warpgroup collective: all 128 threads of the warpgroup (threads 128w .. 128w+127) must arrive.
@@ -376,6 +417,7 @@ inline void run_cta(Cta& c) {
   c.bar_gen = 0;
   c.mbars.clear();
   c.bulk_pending.assign(c.smem.size(), 0);
+  c.wg_reading.assign(c.smem.size(), 0);
   for (NamedBar& nb : c.named) nb = NamedBar{};
   for (int i = 0; i < c.nthreads; ++i) {
     Fiber& f = c.fibers[i];
@@ -572,6 +614,13 @@ inline uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(static_cast<const unsigned char*>(p) - emu::smem_base());
 }
 
+// A copy into shared memory that an issued, not yet retired wgmma reads (a stage refilled, or
+// released to a producer, before the wgmma.wait_group that retires the wgmma reading it).
+inline void check_not_wg_read(uint32_t dst, int bytes) {
+  const auto& rd = emu::cta()->wg_reading;
+  for (int i = 0; i < bytes; ++i)
+    if (rd[dst + i]) emu::fail("copy into shared memory that an in-flight wgmma still reads (stage refilled before the wgmma.wait_group that retires its reader)");
+}
 inline void check_not_pending(uint32_t dst, int bytes) {
   const auto& pend = emu::cta()->bulk_pending;
   for (int i = 0; i < bytes; ++i)
@@ -580,6 +629,7 @@ inline void check_not_pending(uint32_t dst, int bytes) {
 inline void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   emu::check_smem(dst, 16, 16);
   check_not_pending(dst, 16);
+  check_not_wg_read(dst, 16);
   if (src_bytes != 0 && src_bytes != 16) emu::fail("cp.async src size other than 0 or 16");
   if (src_bytes && (reinterpret_cast<uintptr_t>(src) % 16)) emu::fail("cp.async from a misaligned global address");
   std::memset(&emu::smem_base()[dst], 0xFF, 16);  // poison until the group retires
@@ -746,6 +796,7 @@ struct WgmmaIn {
 };
 struct WgmmaOut {
   float v[128];
+  std::shared_ptr<emu::WgRead> reads;
 };
 
 // wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: D = A(64x16) * B(16xN) + (scale_d ? D : 0).
@@ -767,6 +818,7 @@ inline void wgmma_issue(const WgmmaIn& in) {
         emu::fail("wgmma: threads of the warpgroup disagree on shape, descriptors or immediates");
     const int N = x0.n;
     static float A[64][16], B[16][256], C[64][256];
+    auto reads = std::make_shared<emu::WgRead>();
     if (x0.a_reg) {
       for (int t = 0; t < 128; ++t) {
         const int w = t / 32, g = (t % 32) / 4, q = t % 4;
@@ -780,12 +832,23 @@ inline void wgmma_issue(const WgmmaIn& in) {
       const WgDesc da = wgmma_decode(x0.da);
       if (da.base_off) emu::fail("wgmma: descriptor base offset other than 0 is not emulated");
       for (int m = 0; m < 64; ++m)
-        for (int k = 0; k < 16; ++k) A[m][k] = bf(rd16(wgmma_desc_addr(da, x0.tnsp_a != 0, m, k)));
+        for (int k = 0; k < 16; ++k) {
+          const uint32_t ad = wgmma_desc_addr(da, x0.tnsp_a != 0, m, k);
+          A[m][k] = bf(rd16(ad));
+          reads->addrs.push_back(ad);
+        }
     }
     const WgDesc db = wgmma_decode(x0.db);
     if (db.base_off) emu::fail("wgmma: descriptor base offset other than 0 is not emulated");
     for (int k = 0; k < 16; ++k)
-      for (int n = 0; n < N; ++n) B[k][n] = bf(rd16(wgmma_desc_addr(db, x0.tnsp_b != 0, n, k)));
+      for (int n = 0; n < N; ++n) {
+        const uint32_t ad = wgmma_desc_addr(db, x0.tnsp_b != 0, n, k);
+        B[k][n] = bf(rd16(ad));
+        reads->addrs.push_back(ad);
+      }
+    auto& rd = emu::cta()->wg_reading;
+    for (uint32_t ad : reads->addrs) ++rd[ad], ++rd[ad + 1];
+    for (int t = 0; t < 128; ++t) outs[t]->reads = reads;
     // C: each thread's accumulators, the newest in-flight value where an earlier wgmma still owns them.
     for (int t = 0; t < 128; ++t) {
       auto& f = emu::cta()->fibers[t0 + t];
@@ -817,15 +880,25 @@ inline void wgmma_issue(const WgmmaIn& in) {
     l.second++;
     *r = __uint_as_float(0x7fffffffu);  // poison until the wait retires it
   }
+  me.wg_open_reads.push_back(std::move(out.reads));
 }
 inline void wgmma_fence() { emu::self().wg_fenced = true; }
 inline void wgmma_commit() {
   auto& f = emu::self();
   f.wg_groups.push_back(std::move(f.wg_open));
   f.wg_open.clear();
+  f.wg_group_reads.push_back(std::move(f.wg_open_reads));
+  f.wg_open_reads.clear();
 }
 inline void wgmma_wait(int n) {
   auto& f = emu::self();
+  if (static_cast<int>(f.wg_groups.size()) > n) {
+    // The wgmmas take time: let the other threads run before this one retires them, so that a
+    // thread that released their operands early (e.g. arrived on an "empty" mbarrier before this
+    // wait) lets a producer refill them while they are still read (reported by the copy).
+    f.state = emu::kRunnable;
+    emu::block_and_yield();
+  }
   while (static_cast<int>(f.wg_groups.size()) > n) {
     for (auto& [r, v] : f.wg_groups.front()) {
       *r = v;
@@ -833,6 +906,17 @@ inline void wgmma_wait(int n) {
       if (--it->second.second == 0) f.wg_latest.erase(it);
     }
     f.wg_groups.erase(f.wg_groups.begin());
+    // The group's wgmmas are complete for this warp: their shared-memory reads end once every warp
+    // of the warpgroup retired them.
+    auto& rd = emu::cta()->wg_reading;
+    for (auto& w : f.wg_group_reads.front()) {
+      w->warps |= 1u << ((f.tid % 128) / 32);
+      if (!w->done && w->warps == 15u) {
+        for (uint32_t ad : w->addrs) --rd[ad], --rd[ad + 1];
+        w->done = true;
+      }
+    }
+    f.wg_group_reads.erase(f.wg_group_reads.begin());
   }
   if (f.wg_groups.empty() && f.wg_open.empty()) f.wg_fenced = false;
 }
@@ -902,6 +986,7 @@ inline void bulk_copy_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_
   auto& pend = emu::cta()->bulk_pending;
   for (uint32_t i = 0; i < bytes; ++i)
     if (pend[dst + i]) emu::fail("bulk copy into shared memory that a pending bulk copy still writes (stage refilled too early)");
+  check_not_wg_read(dst, static_cast<int>(bytes));
   std::memset(&pend[dst], 1, bytes);
   std::memset(&emu::smem_base()[dst], 0xFF, bytes);  // poison until the phase completes
   b.copies.push_back({dst, src, bytes});
