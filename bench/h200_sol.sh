@@ -11,8 +11,12 @@
 # disk. Outputs: $OUT/sol_logs.tgz (per problem the table and the log); the last lines printed
 # say, per problem, the workloads with every column filled. The device machine keeps nothing between
 # calls, so the timings travel: $OUT/sol_cache.tgz holds the cache's timing entries and bounds, and
-# a later call given it as .data/sol-cache.tgz (SOL_CACHE_IN) starts from them and times only what
-# is still missing.
+# a later call given it as SOL_CACHE_IN starts from them and times only what is still missing.
+# SOL_CACHE_IN defaults to bench/h200-sol-cache.tgz, committed: the checkout is all that survives
+# between sessions (a cache kept in the ignored .data was lost with its machine on 2026-12-04).
+# After a call, put the returned sol_cache.tgz there and commit it; bounds counted elsewhere
+# (`kernelarc sol --count-only --device cpu` with KERNELARC_CACHE=DIR) go in as DIR/bounds/*.json.
+# The cache keys hold the oracle's hash: changing src/oracle/kernelarc_oracle.py starts it afresh.
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
 OUT=$FINAL/sol
@@ -21,7 +25,7 @@ export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
 export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
 K=.dev/bin/kernelarc
 P=.data/problems/sol-execbench/FlashInfer-Bench
-SOL_CACHE_IN=${SOL_CACHE_IN:-.data/sol-cache.tgz}
+SOL_CACHE_IN=${SOL_CACHE_IN:-bench/h200-sol-cache.tgz}
 mkdir -p "$KERNELARC_CACHE"
 [[ -f $SOL_CACHE_IN ]] && tar xzf "$SOL_CACHE_IN" -C "$KERNELARC_CACHE"
 start=$(date +%s)

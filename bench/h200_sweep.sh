@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call that measures many attention points and then goes on with `sol`, from the repo root
 # after scripts/device-pack.sh and the GEMM points built here (`WORK=$PWD/.dev/gemm BUILD_ONLY=1 bash
-# bench/h200_gemm_family.sh`); carry .dev and .data (.data/sol-cache.tgz from the last call, if any).
+# bench/h200_gemm_family.sh`); carry .dev and .data (`sol` starts from the committed bench/h200-sol-cache.tgz).
 #   1. decode: bench/h200_attention.sh on every workload of 012 and 018 (DECODE_CASES, default
 #      workloads; no campaign)
 #      for the points in SWEEP_GQA / SWEEP_MLA (effective KV bandwidth per workload);
