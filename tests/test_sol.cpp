@@ -67,6 +67,38 @@ json attention_def(const std::string& reference) {
           {"reference", reference}};
 }
 
+// A count process that dies (here SIGKILL, as the out-of-memory killer sends) loses only the
+// workloads it had not finished: the first workload's count is cached as its line arrives, the
+// second says why it was not counted, and nothing throws.
+TEST(SolCount, KilledCountKeepsFinishedWorkloads) {
+  TempDir t;
+  json def = attention_def(
+      "import os, signal, torch\ndef run(k, q, v):\n    if q.shape[2] != 4:\n        os.kill(os.getpid(), signal.SIGKILL)\n"
+      "    return q.clone()\n");
+  fs::path d = write_problem(t.path, "killed", def, {{"S", 4}, {"T", 4}});
+  json w2 = {{"uuid", "00000000-0000-4000-8000-000000000002"},
+             {"axes", {{"S", 5}, {"T", 4}}},
+             {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
+  std::ofstream(d / "workload.jsonl", std::ios::app) << w2.dump() << "\n";
+  ka::Problem p = ka::load_problem(d);
+  ASSERT_EQ(p.workloads.size(), 2u);
+  ::setenv("KERNELARC_COUNT_PROCS", "1", 1);  // both workloads in one process, the killer second
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  auto c = oracle.count(p, {&p.workloads.at(0), &p.workloads.at(1)});
+  ::unsetenv("KERNELARC_COUNT_PROCS");
+  EXPECT_TRUE(c.at(0).value("ok", false)) << c.at(0).dump();
+  EXPECT_FALSE(c.at(1).value("ok", false)) << c.at(1).dump();
+  EXPECT_NE(c.at(1).value("message", "").find("SIGKILL"), std::string::npos) << c.at(1).dump();
+  // The finished count is in the cache: counting it again runs no oracle (a fresh Oracle over the
+  // same folder, with a Python that cannot start, still answers).
+  ::setenv("KERNELARC_PYTHON", "/nonexistent/python3", 1);
+  ka::Oracle again("cpu", t.path / "oracle");
+  auto c2 = again.count(p, {&p.workloads.at(0)});
+  ::unsetenv("KERNELARC_PYTHON");
+  EXPECT_TRUE(c2.at(0).value("ok", false)) << c2.at(0).dump();
+  EXPECT_EQ(c2.at(0).value("bytes", 0.0), c.at(0).value("bytes", -1.0));
+}
+
 TEST(SolCount, GemmFlopsAre2MNK) {
   TempDir t;
   json def = {{"name", "gemm"},

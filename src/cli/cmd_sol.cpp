@@ -74,11 +74,15 @@ void run_sol(const SolArgs& a) {
   for (const auto& dir : a.problems) {
     Problem p = load_problem(dir);
     auto ws = pick(p, a.workloads);
-    auto counts = oracle.count(p, ws);
-    if (a.time_limit > 0) {
+    // --time-limit bounds the count (whose finished workloads are kept) and then the timing run.
+    auto limit_to_what_is_left = [&] {
+      if (a.time_limit <= 0) return;
       const double left = a.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       oracle.set_time_limit(std::max(1.0, left));
-    }
+    };
+    limit_to_what_is_left();
+    auto counts = oracle.count(p, ws);
+    limit_to_what_is_left();
     std::vector<OracleRequest> reqs;
     for (const Workload* w : ws) reqs.push_back({w, 0});
     std::vector<OracleEntry> entries(reqs.size());
@@ -157,9 +161,9 @@ void register_sol(CLI::App& app) {
                   "Seconds per problem for compiling and timing torch.compile; later workloads show '-' (default 120)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--time-limit", a.time_limit,
-                  "Seconds for all problems together (from after the calibration): each problem's timing run gets "
-                  "what is left; workloads not timed by then show '-', the ones timed are kept for the next run "
-                  "(default: no limit)")
+                  "Seconds for all problems together (from after the calibration): each problem's count, then its "
+                  "timing run, gets what is left; workloads not counted or timed by then show 'count failed' or "
+                  "'-', the ones done are kept for the next run (default: no limit)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", a.json_out, "Print the rows as JSON");
   cmd->callback([] { run_sol(a); });

@@ -11,8 +11,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <future>
+#include <csignal>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <fmt/ranges.h>
@@ -32,6 +35,16 @@ const char* kFiles[] = {"inputs.safetensors", "reference.safetensors", "meta.jso
 std::string python() {
   if (const char* p = std::getenv("KERNELARC_PYTHON"); p && *p) return p;
   return "python3";
+}
+
+// Linux's estimate of the memory available to new work (MemAvailable), 0 where unknown.
+uint64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  unsigned long long kb = 0;
+  while (std::getline(f, line))
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kb) == 1) return static_cast<uint64_t>(kb) * 1024;
+  return 0;
 }
 
 // The last lines of a failed oracle run's output, as one line for an error message.
@@ -228,10 +241,47 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
   // The count runs each reference once under PyTorch's dispatch hooks, slow for references that
   // loop in Python (paged attention: seconds to minutes per workload): the workloads are split over
   // up to eight oracle processes (round robin, so large and small workloads mix), run at once; the
-  // work is the Python interpreter's, one core per process.
-  const size_t shards = std::min<size_t>({8, missing.size(), std::max(1u, std::thread::hardware_concurrency())});
+  // work is the Python interpreter's, one core per process. Memory bounds the count too: a process
+  // holds a workload's inputs, their clones and the reference's upcasts (020's fp8 experts: ~12 GB
+  // per process, 8.5x its 1.4 GB of inputs), so no more processes than MemAvailable / (8 x the
+  // largest workload's inputs); KERNELARC_COUNT_PROCS caps them.
+  size_t shards = std::min<size_t>({8, missing.size(), std::max(1u, std::thread::hardware_concurrency())});
+  if (const char* e = std::getenv("KERNELARC_COUNT_PROCS"); e && std::atoi(e) > 0)
+    shards = std::min<size_t>(shards, static_cast<size_t>(std::atoi(e)));
+  size_t largest = 0;
+  for (size_t i : missing) {
+    size_t bytes = 0;
+    for (const auto& t : p.def.inputs) {
+      int64_t n = 1;
+      for (int64_t d : resolve_shape(t, *workloads[i])) n *= d;
+      bytes += dtype_storage_bytes(t.dtype, n);
+    }
+    largest = std::max(largest, bytes);
+  }
+  if (const uint64_t avail = mem_available_bytes(); avail > 0 && largest > 0)
+    shards = std::clamp<size_t>(static_cast<size_t>(avail / (8 * static_cast<uint64_t>(largest))), 1, shards);
   spdlog::info("oracle: counting the work of {} workload(s) of {} on {} ({} process{})", missing.size(), p.def.name,
                device_, shards, shards == 1 ? "" : "es");
+  // Each count is written to the cache as its line arrives, so a process that stops later (time
+  // limit, out of memory) loses only the workloads it had not finished.
+  std::map<std::string, size_t> index_of;
+  for (size_t i : missing) index_of[workloads[i]->uuid] = i;
+  std::mutex mu;
+  size_t done = 0;
+  auto on_line = [&](std::string_view line) {
+    if (line.empty() || line.front() != '{') return;
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("uuid") || !(j.contains("bytes") || j.contains("message"))) return;
+    std::lock_guard lock(mu);
+    auto it = index_of.find(j.value("uuid", std::string()));
+    if (it == index_of.end()) return;
+    const bool ok = j.value("ok", false);
+    if (ok) write_atomic(files[it->second], j.dump(1));
+    out[it->second] = std::move(j);
+    ++done;
+    spdlog::info("oracle: counted {}/{} {}{}", done, missing.size(), it->first.substr(0, 8), ok ? "" : " (failed)");
+  };
+  const auto limit = std::min<std::chrono::milliseconds>(time_limit(), std::chrono::minutes(60));
   std::vector<std::future<RunResult>> runs;
   for (size_t sh = 0; sh < shards; ++sh) {
     std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "count",
@@ -240,36 +290,30 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
       cmd.push_back("--workload");
       cmd.push_back(workloads[missing[j]]->uuid);
     }
-    runs.push_back(std::async(std::launch::async, [cmd] { return run_command(cmd, std::chrono::minutes(60)); }));
+    runs.push_back(std::async(std::launch::async, [cmd, limit, &on_line] { return run_command(cmd, limit, {}, on_line); }));
   }
-  std::map<std::string, json> got;
-  for (auto& f : runs) {
-    RunResult rr = f.get();
-    if (!rr.ok()) {
-      std::string why = rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code);
-      auto last = output_tail(rr);
-      if (rr.exit_code == 2) user_error("oracle: {}", last);
-      throw std::runtime_error(fmt::format("the Python oracle's count failed ({}): {}", why, last));
-    }
-    size_t start = 0;
-    while (start < rr.output.size()) {
-      size_t end = rr.output.find('\n', start);
-      if (end == std::string::npos) end = rr.output.size();
-      json j = json::parse(rr.output.substr(start, end - start), nullptr, false);
-      if (j.is_object() && j.contains("uuid") && (j.contains("bytes") || j.contains("message")))
-        got[j["uuid"].get<std::string>()] = j;
-      start = end + 1;
-    }
+  std::vector<RunResult> results;
+  for (auto& f : runs) results.push_back(f.get());
+  for (size_t sh = 0; sh < shards; ++sh) {
+    const RunResult& rr = results[sh];
+    if (rr.ok()) continue;
+    if (rr.exit_code == 2 && !rr.timed_out && rr.signal == 0) user_error("oracle: {}", output_tail(rr));
+    std::string why = rr.timed_out ? fmt::format("it ran past the time limit of {:g} s", limit.count() / 1000.0)
+                      : rr.signal == SIGKILL
+                          ? std::string("it was killed (SIGKILL: on Linux usually the out-of-memory killer; "
+                                        "KERNELARC_COUNT_PROCS=1 counts one workload at a time)")
+                      : rr.signal ? fmt::format("it ended on signal {} ({})", rr.signal, strsignal(rr.signal))
+                                  : fmt::format("it exited with code {}", rr.exit_code);
+    spdlog::warn("oracle: a count process of {} stopped: {}", p.def.name, why);
+    for (size_t j = sh; j < missing.size(); j += shards)
+      if (out[missing[j]].is_null())
+        out[missing[j]] = {{"uuid", workloads[missing[j]]->uuid},
+                           {"ok", false},
+                           {"message", fmt::format("not counted: the count process stopped before it ({}): {}", why,
+                                                   output_tail(rr))}};
   }
-  for (size_t i : missing) {
-    auto it = got.find(workloads[i]->uuid);
-    if (it == got.end()) {
-      out[i] = {{"uuid", workloads[i]->uuid}, {"ok", false}, {"message", "the oracle printed no count"}};
-      continue;
-    }
-    out[i] = it->second;
-    if (out[i].value("ok", false)) write_atomic(files[i], out[i].dump(1));
-  }
+  for (size_t i : missing)
+    if (out[i].is_null()) out[i] = {{"uuid", workloads[i]->uuid}, {"ok", false}, {"message", "the oracle printed no count"}};
   return out;
 }
 
