@@ -11,9 +11,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <csignal>
 #include <fstream>
 #include <future>
-#include <csignal>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -301,7 +301,7 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
     std::string why = rr.timed_out ? fmt::format("it ran past the time limit of {:g} s", limit.count() / 1000.0)
                       : rr.signal == SIGKILL
                           ? std::string("it was killed (SIGKILL: on Linux usually the out-of-memory killer; "
-                                        "KERNELARC_COUNT_PROCS=1 counts one workload at a time)")
+                                        "KERNELARC_COUNT_PROCS=1 runs one count process at a time)")
                       : rr.signal ? fmt::format("it ended on signal {} ({})", rr.signal, strsignal(rr.signal))
                                   : fmt::format("it exited with code {}", rr.exit_code);
     spdlog::warn("oracle: a count process of {} stopped: {}", p.def.name, why);
