@@ -80,12 +80,13 @@
 // Work decomposition. Split-KV cuts the flat token range [0, num_kv_indices) (the concatenation of
 // all sequences, in kv_indices order) into chunks of `chunk` tokens; CTA (chunk c, kv head g) runs
 // over its chunk with all G = HQ/HKV query heads of group g, so every K/V row is read once for its
-// group (HEADS=0: CTA c runs all HKV groups, each on its own warps). A chunk may hold the end of one sequence, whole short sequences and the start of another:
-// the CTA walks those "segments" in order, resetting the online softmax at each boundary. A
-// sequence that lies inside one chunk is written directly; a sequence cut by chunk boundaries
-// leaves one partial (normalised output in fp32 and its base-2 lse) per chunk it touches, in slot
-// 0 of that chunk when the piece starts at the chunk's start and in slot 1 otherwise (at most one
-// piece of each kind per chunk), and the merge combines them:
+// group (HEADS=0: CTA c runs all HKV groups, each on its own warps). A chunk may hold the end of
+// one sequence, whole short sequences and the start of another: the CTA walks those "segments" in
+// order, resetting the online softmax at each boundary. A sequence that lies inside one chunk is
+// written directly; a sequence cut by chunk boundaries leaves one partial (normalised output in
+// fp32 and its base-2 lse) per chunk it touches, in slot 0 of that chunk when the piece starts at
+// the chunk's start and in slot 1 otherwise (at most one piece of each kind per chunk), and the
+// merge combines them:
 //   LSE = log2(sum_i 2^lse_i),  out = sum_i 2^(lse_i - LSE) * out_i.
 // The chunk size is chosen per call on the host from the total token count (kv_indices' length),
 // so no device-to-host copy is needed: chunk = ceil(N*C / (WAVES*SMs*occupancy)) rounded up to a
@@ -554,9 +555,11 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     // copied (the stages were zeroed above). "empty" (count W) and the consumers are unchanged:
     // each consumer warp reads only its head's 2*D bytes of its TPW tokens of a stage, and the
     // refill of a stage waits for all W warps.
-    // Why per-lane copies (the compiler serialises a bulk copy with per-lane operands over the
-    // active lanes): a 1 KB row per copy moves 4x the bytes of a BULK=1, HEADS=1 copy for about
-    // the same instructions, so the producer's issue cost per byte falls by ~4x.
+    // Why per-lane copies, not one elected lane: a bulk copy with per-lane operands is serialised
+    // by the compiler over the active lanes (see "Loads, BULK=1"), which costs about what moving
+    // each page id into a uniform register costs, and keeps the code short; either way a copy now
+    // moves a 1 KB row, 4x the bytes of a HEADS=1 bulk copy, so the issue cost per byte falls
+    // ~4x. (Not measured: no SASS tools on the machine that wrote this; the GPU run tells.)
     const bool no_pages = p.num_pages <= 0;
     constexpr uint32_t kRowBytes = 2u * HKV * D;
     const unsigned char* const kg = reinterpret_cast<const unsigned char*>(p.k);
