@@ -26,7 +26,7 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                prefill: achieved TFLOP/s counting only the unmasked scores.
 
 Points: --points default (decode: one representative per structural knob combination and per split
-mode; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, and
+mode, and one per (WARPS, TILE, STAGES) of gqa_decode's HEADS=0; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, and
 for gqa_prefill one per value of WS, plus two seeded random points),
 --points all (every valid point), or explicit --knobs NAME=V,NAME=V (repeatable).
 Exit status 0 when every check passed. One JSON line per (point, case) goes to --jsonl when given.
@@ -131,20 +131,31 @@ def problem_defines(fam, defn):
 
 def default_points(fam, defn, pts, extra=6, seed=7):
     """Per combination of the knobs that shape the device code (WARPS, TILE, STAGES): one split-KV
-    point (smallest split, fused merge) and one no-split point; plus `extra` seeded random points."""
+    point (smallest split, fused merge) and one no-split point; plus `extra` seeded random points.
+    gqa_decode_cuda's HEADS=0 (all kv heads per CTA, a different load and finalize path) counts as
+    structural too, with one point per (WARPS, TILE, STAGES): in turn split with the fused merge,
+    no split, and split with the merge kernel, QK_SPLIT alternating."""
     import random
-    structural = [k for k in fam["knobs"] if k in ("WARPS", "TILE", "STAGES")]
+    structural = [k for k in fam["knobs"] if k in ("WARPS", "TILE", "STAGES", "HEADS")]
     chosen = []
     keys = []
     for p in pts:
         key = tuple(p[k] for k in structural)
         if key not in keys:
             keys.append(key)
+    n_heads0 = 0
     for key in keys:
         same = [p for p in pts if tuple(p[k] for k in structural) == key]
         split = sorted((p for p in same if p["SPLIT_TOKENS"] > 0),
                        key=lambda p: (p["SPLIT_TOKENS"], -p["FUSED_MERGE"], p["WAVES"], p["NO_SPLIT_BELOW"]))
         nosplit = [p for p in same if p["SPLIT_TOKENS"] == 0]
+        if same[0].get("HEADS", 1) == 0:
+            kind, qk = n_heads0 % 3, n_heads0 % 2
+            n_heads0 += 1
+            cand = split if kind == 0 else nosplit if kind == 1 else [p for p in split if p["FUSED_MERGE"] == 0]
+            cand = [p for p in cand if p.get("QK_SPLIT", 0) == qk] or cand
+            chosen += cand[:1]
+            continue
         chosen += split[:1] + nosplit[:1]
     rest = [p for p in pts if p not in chosen]
     random.Random(seed).shuffle(rest)
@@ -579,8 +590,11 @@ def main():
         pts = valid_points(fam, defn)
         if args.knobs:
             sel = []
+            # Knobs not named take the first valid point's values; a knob added later keeps its old
+            # meaning by default (gqa_decode_cuda's HEADS=1: lists written before HEADS stay valid).
+            base = next((p for p in pts if p.get("HEADS", 1) == 1), pts[0])
             for ks in args.knobs:
-                k = dict(pts[0])
+                k = dict(base)
                 for kv in ks.split(","):
                     n, v = kv.split("=")
                     k[n] = int(v)

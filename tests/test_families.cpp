@@ -507,6 +507,68 @@ TEST(FamiliesDev, AttentionFamilySpaces) {
   }
 }
 
+// gqa_decode_cuda's HEADS knob on 012: HEADS=1 (one CTA per (chunk, kv head)) is the space as it was
+// before the knob (595 points: the new TILE values 16/32 and STAGES 6 exist for HEADS=0 only);
+// HEADS=0 (all kv heads per CTA, whole 1 KB K/V rows by bulk copies) only with BULK=1, PRODUCER=1,
+// TILE <= 32, WARPS a multiple of the 4 kv heads with 16 or 32 tokens per warp, and stages that fit
+// (TILE x 1040 B x 2 per stage).
+TEST(FamiliesDev, GqaDecodeHeadsPoints) {
+  const char* name = "012_gqa_paged_decode_h32_kv4_d128_ps1";
+  if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
+  const Problem p = load_problem(dev_problem(name));
+  const Family& f = shipped("gqa_decode_cuda");
+  size_t heads1 = 0, heads0 = 0;
+  for (const auto& k : f.space(p)) {
+    if (k.at("HEADS") == 1) {
+      ++heads1;
+      EXPECT_GE(k.at("TILE"), 64) << knobs_str(k);
+      EXPECT_LE(k.at("STAGES"), 4) << knobs_str(k);
+      continue;
+    }
+    ++heads0;
+    EXPECT_EQ(k.at("BULK"), 1) << knobs_str(k);
+    EXPECT_EQ(k.at("PRODUCER"), 1) << knobs_str(k);
+    EXPECT_EQ(k.at("L2_PREFETCH"), 0) << knobs_str(k);
+    EXPECT_LE(k.at("TILE"), 32) << knobs_str(k);
+    EXPECT_EQ(k.at("WARPS") % 4, 0) << knobs_str(k);
+    const int tpw = k.at("TILE") * 4 / k.at("WARPS");  // tokens per consumer warp
+    EXPECT_TRUE(tpw == 16 || tpw == 32) << knobs_str(k);
+    EXPECT_LE(k.at("STAGES") * 2 * k.at("TILE") * 1040, 227 * 1024 - 16 * 1024) << knobs_str(k);
+  }
+  EXPECT_EQ(heads1, 595u);  // the space as it was before HEADS
+  EXPECT_GE(heads0, 100u);
+  // The H200's best HEADS=1 point, and HEADS=0 beside it.
+  Knobs k{{"WARPS", 4},    {"TILE", 64}, {"STAGES", 3},   {"SPLIT_TOKENS", 4096}, {"WAVES", 1},    {"FUSED_MERGE", 1},
+          {"NO_SPLIT_BELOW", 0}, {"L2_PREFETCH", 0}, {"BULK", 1}, {"PRODUCER", 1}, {"QK_SPLIT", 0}, {"HEADS", 1}};
+  EXPECT_TRUE(f.valid(k, p));
+  k["HEADS"] = 0;
+  EXPECT_FALSE(f.valid(k, p));  // 3 stages of 64 whole K and V rows (133 KB each) do not fit
+  k["TILE"] = 32;
+  EXPECT_TRUE(f.valid(k, p));   // 3 x 66.5 KB
+  k["STAGES"] = 4;
+  EXPECT_FALSE(f.valid(k, p));  // 4 x 66.5 KB do not fit
+  k["TILE"] = 16;
+  EXPECT_TRUE(f.valid(k, p));
+  k["STAGES"] = 6;
+  EXPECT_TRUE(f.valid(k, p));   // 6 x 33 KB
+  k["HEADS"] = 1;
+  EXPECT_FALSE(f.valid(k, p));  // TILE 16 and STAGES 6 are HEADS=0 values
+  k["HEADS"] = 0;
+  k["WARPS"] = 8;
+  EXPECT_FALSE(f.valid(k, p));  // 8 tokens per warp: below one 16-token P.V k-step
+  k["TILE"] = 32;
+  k["STAGES"] = 3;
+  EXPECT_TRUE(f.valid(k, p));   // 2 warps per kv head, 16 tokens each
+  k["PRODUCER"] = 0;
+  EXPECT_FALSE(f.valid(k, p));  // HEADS=0 is a producer-warp path
+  k["PRODUCER"] = 1;
+  k["BULK"] = 0;
+  EXPECT_FALSE(f.valid(k, p));
+  k["BULK"] = 1;
+  k["QK_SPLIT"] = 1;
+  EXPECT_TRUE(f.valid(k, p));
+}
+
 // gqa_prefill_cuda's MMA, OVERLAP, WS and PINGPONG knobs: the wgmma points (MMA=1) exist on both GQA
 // prefill problems and only where that path applies (whole warpgroups, 64/128-key tiles, Q from
 // shared memory), OVERLAP=1 only with MMA=1 and a third stage (WS=1: K and V released separately, two

@@ -53,22 +53,47 @@
 //                            accumulators summed before the softmax (halves the chain of dependent
 //                            mma per 8-token n-tile); 0: one accumulator. Offered with PRODUCER=1
 //                            only (family.json), to keep the space small; the code does not need it.
+//            KA_HEADS        1: one CTA per (KV chunk, kv head), as described below; every K and V
+//                            row read is the 2*D-byte piece of head g of a page's row. 0 (requires
+//                            BULK=1, PRODUCER=1, TILE <= 32, WARPS a multiple of num_kv_heads): one
+//                            CTA per KV chunk for ALL kv heads, so each token's K row and V row
+//                            (2*HKV*D contiguous bytes: 1 KB at 012) are each read whole, by ONE
+//                            bulk copy per row issued by the producer warp (see "Loads, HEADS=0").
+//                            Why: with page size 1 and random page ids every row is a random
+//                            address, and bench/gather_bw.cu measured on the H200 that reading
+//                            256-byte pieces of random rows tops out at ~2.3-2.4 TB/s while whole
+//                            1 KB rows at random reach ~2.8 TB/s; HEADS=1's best point already
+//                            reads 012's largest workload at ~2.28 TB/s, the ceiling of its access
+//                            pattern. Consumer warps split by kv head: warps h*WPH .. h*WPH+WPH-1
+//                            (WPH = WARPS/HKV) take head h with its G query heads, each over
+//                            TILE/WPH consecutive tokens of a tile (the same mma code as HEADS=1,
+//                            reading at byte offset h*2*D of each staged row). A stage holds TILE
+//                            whole K rows and TILE whole V rows (row stride 2*HKV*D + 16 bytes:
+//                            4x HEADS=1's for the same TILE, hence TILE 16 or 32 and the STAGES
+//                            value 6, offered for HEADS=0 only). The segment finalize reduces each
+//                            head over its own warps (into its slice of red_o, HKV*G*D fp32), and
+//                            the partials, the merge and the fused-merge counters stay per
+//                            (sequence, kv head), in the same layout as HEADS=1. The CTA count is
+//                            nchunks (not nchunks*HKV), so the chunk sizing aims at
+//                            WAVES*SMs*occupancy CTAs with N (not N*HKV) tokens.
 //
 // Work decomposition. Split-KV cuts the flat token range [0, num_kv_indices) (the concatenation of
 // all sequences, in kv_indices order) into chunks of `chunk` tokens; CTA (chunk c, kv head g) runs
 // over its chunk with all G = HQ/HKV query heads of group g, so every K/V row is read once for its
-// group. A chunk may hold the end of one sequence, whole short sequences and the start of another:
-// the CTA walks those "segments" in order, resetting the online softmax at each boundary. A
-// sequence that lies inside one chunk is written directly; a sequence cut by chunk boundaries
-// leaves one partial (normalised output in fp32 and its base-2 lse) per chunk it touches, in slot
-// 0 of that chunk when the piece starts at the chunk's start and in slot 1 otherwise (at most one
-// piece of each kind per chunk), and the merge combines them:
+// group (HEADS=0: CTA c runs all HKV groups, each on its own warps). A chunk may hold the end of
+// one sequence, whole short sequences and the start of another: the CTA walks those "segments" in
+// order, resetting the online softmax at each boundary. A sequence that lies inside one chunk is
+// written directly; a sequence cut by chunk boundaries leaves one partial (normalised output in
+// fp32 and its base-2 lse) per chunk it touches, in slot 0 of that chunk when the piece starts at
+// the chunk's start and in slot 1 otherwise (at most one piece of each kind per chunk), and the
+// merge combines them:
 //   LSE = log2(sum_i 2^lse_i),  out = sum_i 2^(lse_i - LSE) * out_i.
 // The chunk size is chosen per call on the host from the total token count (kv_indices' length),
-// so no device-to-host copy is needed: chunk = ceil(N*HKV / (WAVES*SMs*occupancy)) rounded up to
-// a tile, clamped to [max(TILE, NO_SPLIT_BELOW), SPLIT_TOKENS]. An empty sequence is written
-// (zeros, -inf) by exactly one CTA: the one whose chunk holds its position (with ties at a chunk
-// boundary going to the earlier chunk).
+// so no device-to-host copy is needed: chunk = ceil(N*C / (WAVES*SMs*occupancy)) rounded up to a
+// tile, C the CTAs per chunk (HKV; HEADS=0: 1), clamped to [max(TILE, NO_SPLIT_BELOW),
+// SPLIT_TOKENS]. An empty sequence is written (zeros, -inf) by exactly one CTA per kv head: the
+// one whose chunk holds its position (with ties at a chunk boundary going to the earlier chunk);
+// with HEADS=0 that CTA writes all HQ rows.
 #ifdef KA_EMULATE
 #include KA_EMULATE
 #else
@@ -83,7 +108,7 @@
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||             \
     !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_BULK) ||     \
-    !defined(KA_PRODUCER) || !defined(KA_QK_SPLIT)
+    !defined(KA_PRODUCER) || !defined(KA_QK_SPLIT) || !defined(KA_HEADS)
 #error "gqa_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -104,9 +129,13 @@ constexpr int W = KA_WARPS;
 constexpr int NT = 32 * W;                     // consumer threads (all of them with PRODUCER=0)
 constexpr int NTHREADS = NT + 32 * KA_PRODUCER;  // PRODUCER=1: plus the producer warp (index W)
 constexpr int T = KA_TILE;
-constexpr int TPW = T / W;  // tokens per warp per tile
+constexpr int NH = KA_HEADS ? 1 : HKV;  // kv heads per CTA (HEADS=0: all of them)
+constexpr int WPH = W / NH;             // consumer warps per kv head (HEADS=1: all W)
+constexpr int TPW = T / WPH;  // tokens per warp per tile
 constexpr int STAGES = KA_STAGES;
-constexpr int ROWB = 2 * D + 16;        // smem bytes per K or V row (16 B pad: conflict-free ldmatrix)
+// smem bytes per K or V row: the NH heads' pieces (HEADS=0: the whole 2*HKV*D-byte row, as in
+// global memory) plus a 16 B pad (conflict-free ldmatrix: consecutive rows 16 bytes apart mod 128)
+constexpr int ROWB = NH * 2 * D + 16;
 constexpr int KCH = 2 * D / 16;         // 16-byte chunks per row
 constexpr int RPP = NT / KCH;           // rows covered by one pass of all threads
 constexpr int NR = T / RPP;             // K (and V) rows per thread per tile
@@ -115,12 +144,14 @@ constexpr int NTT = TPW / 8;            // S n-tiles (8 tokens) per warp
 constexpr int KT = TPW / 16;            // P·V k-steps (16 tokens) per warp
 constexpr int NTD = D / 8;              // O n-tiles (8 dims)
 constexpr int STAGE_BYTES = 2 * T * ROWB;
-constexpr int RED_O_BYTES = G * D * 4;
+constexpr int RED_O_BYTES = NH * G * D * 4;
 constexpr int RED_ML_BYTES = W * G * 3 * 4;
+// Fused-merge flags, one per kv head of the CTA (16-byte aligned after them).
+constexpr int FLAG_BYTES = KA_HEADS ? 16 : (NH * 4 + 15) / 16 * 16;
 // Ring of page ids, one tile per slot (see the loads); PRODUCER=1 has none (the producer keeps the
 // ids in registers).
 constexpr int IDX_BYTES = KA_PRODUCER ? 0 : STAGES * T * 4;
-constexpr int BAR_OFF = STAGES * STAGE_BYTES + RED_O_BYTES + RED_ML_BYTES + 16 + IDX_BYTES;
+constexpr int BAR_OFF = STAGES * STAGE_BYTES + RED_O_BYTES + RED_ML_BYTES + FLAG_BYTES + IDX_BYTES;
 // BULK=1: one mbarrier per stage after the id ring; PRODUCER=1: "full" then "empty" per stage.
 constexpr int BAR_BYTES = KA_BULK ? STAGES * 8 * (1 + KA_PRODUCER) : 0;
 constexpr int SMEM_BYTES = BAR_OFF + BAR_BYTES;
@@ -129,15 +160,18 @@ constexpr float kNegInf = -__builtin_huge_valf();
 
 static_assert(HQ % HKV == 0 && G >= 1 && G <= 16, "query heads per kv head must be 1..16");
 static_assert(D % 32 == 0 && D <= 256, "head_dim must be a multiple of 32, at most 256");
-static_assert(W >= 1 && W <= 16 && NT % KCH == 0, "WARPS");
-static_assert(T % (16 * W) == 0 && T % RPP == 0, "TILE must be a multiple of 16*WARPS");
+static_assert(W >= 1 && W <= 16 && NT % KCH == 0 && W % NH == 0, "WARPS (HEADS=0: a multiple of num_kv_heads)");
+static_assert(T % (16 * WPH) == 0 && T % RPP == 0, "TILE must be a multiple of 16*WARPS (HEADS=0: 16*WARPS/num_kv_heads)");
+static_assert(KA_HEADS == 0 || KA_HEADS == 1, "HEADS");
+static_assert(KA_HEADS || (KA_BULK && KA_PRODUCER && T <= 32 && (NH * 2 * D) % 16 == 0),
+              "HEADS=0 requires BULK=1, PRODUCER=1 and TILE <= 32 (one page id per producer lane)");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 static_assert(KA_BULK == 0 || KA_BULK == 1, "BULK");
 static_assert(!KA_BULK || KA_L2_PREFETCH == 0, "BULK=1 requires L2_PREFETCH=0");
 static_assert(KA_PRODUCER == 0 || KA_PRODUCER == 1, "PRODUCER");
 static_assert(KA_QK_SPLIT == 0 || KA_QK_SPLIT == 1, "QK_SPLIT");
-static_assert(!KA_PRODUCER || (KA_BULK && 32 % KCH == 0 && BAR_OFF % 8 == 0),
+static_assert(!KA_PRODUCER || (KA_BULK && (!KA_HEADS || 32 % KCH == 0) && BAR_OFF % 8 == 0),
               "PRODUCER=1 requires BULK=1 and 32 a multiple of the 16-byte chunks per row (head_dim dividing 256)");
 static_assert(!KA_BULK || (BAR_OFF % 8 == 0 && RED_ML_BYTES % 16 == 0 && TPW % 4 == 0 && TPW <= 32 && ROWB % 16 == 0),
               "BULK=1: 8-byte aligned mbarriers and 16-byte aligned id ring slots (WARPS*G a multiple of 4), "
@@ -362,14 +396,17 @@ __global__ void __launch_bounds__(NT) gqa_merge_kernel(Params p) {
 __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   KA_DYN_SMEM(smem);
   unsigned char* const stages = smem;
-  float* const red_o = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // [G][D]
-  float* const red_ml = red_o + G * D;                                           // [W][G][3]
-  int* const flag = reinterpret_cast<int*>(red_ml + W * G * 3);
-  int* const idx_ring = flag + 4;                                                // [STAGES][T]
+  float* const red_o = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // [NH][G][D]
+  float* const red_ml = red_o + NH * G * D;                                      // [W][G][3]
+  int* const flag = reinterpret_cast<int*>(red_ml + W * G * 3);                  // [NH]
+  int* const idx_ring = flag + FLAG_BYTES / 4;                                   // [STAGES][T]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int g = blockIdx.x % HKV;
-  const int unit = blockIdx.x / HKV;
+  // HEADS=1: the CTA's kv head; HEADS=0: this consumer warp's (warps g*WPH .. g*WPH+WPH-1 share
+  // head g; meaningless in the producer warp, which uses none of it).
+  const int g = KA_HEADS ? static_cast<int>(blockIdx.x % HKV) : warp / WPH;
+  const int wsub = KA_HEADS ? warp : warp % WPH;  // the warp's index among its head's warps
+  const int unit = KA_HEADS ? static_cast<int>(blockIdx.x / HKV) : static_cast<int>(blockIdx.x);
   const bool seq_mode = p.chunk == 0;
   const int* __restrict__ ip = p.indptr;
 
@@ -489,12 +526,69 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   const uint32_t empty_bars = full_bars + STAGES * 8;
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full_bars + 8 * s, 32);
+      mbar_init(full_bars + 8 * s, KA_HEADS ? 32 : 1);
       mbar_init(empty_bars + 8 * s, W);
     }
     mbar_fence_init();
   }
+#if !KA_HEADS
+  // Bulk copies cannot zero-fill: with no pages at all nothing is copied, so the stages are
+  // zeroed once (finite, as cp.async's zero-fill; see "Loads, HEADS=0").
+  if (p.num_pages <= 0)
+    for (int i = tid; i < STAGES * STAGE_BYTES / 16; i += NTHREADS) reinterpret_cast<uint4*>(stages)[i] = make_uint4(0u, 0u, 0u, 0u);
+#endif
   __syncthreads();  // barriers initialised before any arrival, wait or copy
+#if !KA_HEADS
+  if (warp == W) {
+    // Loads, HEADS=0 (with PRODUCER=1, BULK=1). Every K and every V row of a tile is the whole
+    // 2*HKV*D-byte row of a page (all kv heads, contiguous in the cache) and is ONE bulk copy
+    // into the stage (row stride ROWB = 2*HKV*D + 16), completing on the stage's "full" mbarrier.
+    // Lane j (< T) of the producer owns token j of every tile: it loads the page id of token j of
+    // tile u+1 (a plain load, in flight while tile u waits for "empty" and issues) and issues the
+    // K and the V copy of token j. Protocol as "Loads, PRODUCER=1" below but for "full": its count
+    // is 1, the producer's lane 0 arrives once per fill with arrive.expect_tx(2*T*2*HKV*D) before
+    // (__syncwarp) any lane issues a copy of that fill, so the phase completes once all 2*T rows
+    // landed. Every row of a tile is copied, rows past the end of the range from page 0 (clamped):
+    // bulk copies cannot zero-fill, and the V rows of masked tokens (P = 0) must be finite (0 * NaN
+    // = NaN in P·V), so every fill brings exactly the expected bytes and no stage ever holds stale
+    // or uninitialised rows. With no pages at all lane 0 arrives with 0 bytes and nothing is
+    // copied (the stages were zeroed above). "empty" (count W) and the consumers are unchanged:
+    // each consumer warp reads only its head's 2*D bytes of its TPW tokens of a stage, and the
+    // refill of a stage waits for all W warps.
+    // Why per-lane copies, not one elected lane: a bulk copy with per-lane operands is serialised
+    // by the compiler over the active lanes (see "Loads, BULK=1"), which costs about what moving
+    // each page id into a uniform register costs, and keeps the code short; either way a copy now
+    // moves a 1 KB row, 4x the bytes of a HEADS=1 bulk copy, so the issue cost per byte falls
+    // ~4x. (Not measured: no SASS tools on the machine that wrote this; the GPU run tells.)
+    const bool no_pages = p.num_pages <= 0;
+    constexpr uint32_t kRowBytes = 2u * HKV * D;
+    const unsigned char* const kg = reinterpret_cast<const unsigned char*>(p.k);
+    const unsigned char* const vg = reinterpret_cast<const unsigned char*>(p.v);
+    auto page_of = [&](int u) {  // token `lane` of tile u: its page (0 past the range or past the last tile)
+      const int pos = cs + u * T + lane;
+      return u < ntiles && lane < T && pos < ce_load ? clamp_page(__ldg(p.indices + pos)) : 0;
+    };
+    int pg = page_of(0);
+#pragma unroll 1
+    for (int u = 0; u < ntiles; ++u) {
+      const int nxt = page_of(u + 1);
+      const int stage = u % STAGES;
+      const uint32_t full = full_bars + stage * 8;
+      if (u >= STAGES) mbar_wait(empty_bars + stage * 8, ((u / STAGES) - 1) & 1);
+      if (lane == 0) mbar_arrive_expect_tx(full, no_pages ? 0u : 2u * T * kRowBytes);
+      __syncwarp();  // the fill's bytes are expected before any of its copies is issued
+      if (!no_pages && lane < T) {
+        const uint32_t ks = smem_u32(stages + stage * STAGE_BYTES + lane * ROWB);
+        const int64_t off = static_cast<int64_t>(pg) * kRowBytes;
+        bulk_copy_g2s(ks, kg + off, kRowBytes, full);
+        bulk_copy_g2s(ks + T * ROWB, vg + off, kRowBytes, full);
+      }
+      pg = nxt;
+    }
+    for (int u = imax(0, ntiles - STAGES); u < ntiles; ++u) mbar_wait(full_bars + (u % STAGES) * 8, (u / STAGES) & 1);
+    return;
+  }
+#else
   if (warp == W) {
     constexpr int RPI = 32 / KCH;  // rows per warp instruction
     constexpr int NRP = T / RPI;   // K (and V) rows per lane per tile
@@ -559,6 +653,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     for (int u = imax(0, ntiles - STAGES); u < ntiles; ++u) mbar_wait(full_bars + (u % STAGES) * 8, (u / STAGES) & 1);
     return;
   }
+#endif  // KA_HEADS
 #elif KA_BULK
   // Loads, BULK=1. Warp w fetches the K and V rows of its own tokens [w*TPW, +TPW) of a tile: one
   // elected lane issues the two bulk copies of 2*D bytes per token, the pages read from the id
@@ -718,10 +813,12 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       qa[kk][3] = (kTwoRows && r1 < G) ? ld_u32(qb + r1 * D + 16 * kk + 8 + cq) : 0u;
     }
   };
+  // (HEADS=0: all HQ = NH*G rows of the sequence.)
+  const int g_rows = KA_HEADS ? g * G : 0;
   auto write_empty = [&](int b) {
-    uint32_t* ob = reinterpret_cast<uint32_t*>(p.out + (static_cast<int64_t>(b) * HQ + g * G) * D);
-    for (int i = tid; i < G * D / 2; i += NT) ob[i] = 0u;
-    if (tid < G) p.lse[static_cast<int64_t>(b) * HQ + g * G + tid] = kNegInf;
+    uint32_t* ob = reinterpret_cast<uint32_t*>(p.out + (static_cast<int64_t>(b) * HQ + g_rows) * D);
+    for (int i = tid; i < NH * G * D / 2; i += NT) ob[i] = 0u;
+    if (tid < NH * G) p.lse[static_cast<int64_t>(b) * HQ + g_rows + tid] = kNegInf;
   };
   // Moves to the first sequence >= b with tokens in this CTA's range, writing the empty sequences
   // this CTA owns on the way; false when there is none.
@@ -746,10 +843,11 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   };
 
   // One warp's share (tokens [warp*TPW, +TPW) of the tile) of the current segment [lo, hi).
+  // (HEADS=0: the 2*D bytes of the warp's head g in each row, at byte g*2*D.)
   auto warp_tile = [&](int stage, int ts, int lo, int hi) {
-    const int tok0 = warp * TPW;
+    const int tok0 = wsub * TPW;
     if (ts + tok0 >= hi || ts + tok0 + TPW <= lo) return;  // warp-uniform
-    const unsigned char* ks = stages + stage * STAGE_BYTES;
+    const unsigned char* ks = stages + stage * STAGE_BYTES + (KA_HEADS ? 0 : g * 2 * D);
     const unsigned char* vs = ks + T * ROWB;
     float s[NTT][4];
 #pragma unroll
@@ -861,6 +959,11 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   // partials among the NT consumer threads only: the producer warp (PRODUCER=1) touches none of
   // them (it writes only the stages, ordered by the mbarriers), so a named barrier over the
   // consumers suffices, and the producer keeps filling the ring while a segment is finalized.
+  // HEADS=0: the same for each kv head h over its warps h*WPH.. (wb), into red_o's [h] slice; the
+  // heads' sums run side by side (WPH rounds), and every consumer thread writes elements of all
+  // heads; the fused merge counts and merges each head of the sequence separately.
+  const int wb = KA_HEADS ? 0 : g * WPH;  // the first warp of this warp's head
+  float* const red_og = red_o + (KA_HEADS ? 0 : g * G * D);
   auto finalize = [&]() {
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
@@ -890,22 +993,22 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     if (r0 < G) {
       float M = kNegInf;
 #pragma unroll
-      for (int w = 0; w < W; ++w) M = fmaxf(M, red_ml[(w * G + r0) * 3]);
+      for (int w = 0; w < WPH; ++w) M = fmaxf(M, red_ml[((wb + w) * G + r0) * 3]);
       f0 = m0 == kNegInf ? 0.f : exp2f(m0 - M);
     }
     if (kTwoRows && r1 < G) {
       float M = kNegInf;
 #pragma unroll
-      for (int w = 0; w < W; ++w) M = fmaxf(M, red_ml[(w * G + r1) * 3]);
+      for (int w = 0; w < WPH; ++w) M = fmaxf(M, red_ml[((wb + w) * G + r1) * 3]);
       f1 = m1 == kNegInf ? 0.f : exp2f(m1 - M);
     }
 #pragma unroll 1
-    for (int w = 0; w < W; ++w) {
-      if (warp == w) {
+    for (int w = 0; w < WPH; ++w) {
+      if (wsub == w) {
 #pragma unroll
         for (int n = 0; n < NTD; ++n) {
           if (r0 < G) {
-            float2* dst = reinterpret_cast<float2*>(red_o + r0 * D + 8 * n + cq);
+            float2* dst = reinterpret_cast<float2*>(red_og + r0 * D + 8 * n + cq);
             float2 v = make_float2(o[n][0] * f0, o[n][1] * f0);
             if (w > 0) {
               const float2 prev = *dst;
@@ -915,7 +1018,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
             *dst = v;
           }
           if (kTwoRows && r1 < G) {
-            float2* dst = reinterpret_cast<float2*>(red_o + r1 * D + 8 * n + cq);
+            float2* dst = reinterpret_cast<float2*>(red_og + r1 * D + 8 * n + cq);
             float2 v = make_float2(o[n][2] * f1, o[n][3] * f1);
             if (w > 0) {
               const float2 prev = *dst;
@@ -930,26 +1033,29 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     }
     const bool full = seq_mode || (seq_s >= cs && seq_e <= ce);
     const int slot = seg_s == cs ? 0 : 1;
-    const int64_t pidx = (static_cast<int64_t>(unit) * 2 + slot) * HKV + g;
+    const int64_t pidx0 = (static_cast<int64_t>(unit) * 2 + slot) * HKV + (KA_HEADS ? g : 0);
     constexpr int D4 = D / 4;
-    for (int i = tid; i < G * D4; i += NT) {
-      const int row = i / D4, d4 = i % D4;
+    for (int i = tid; i < NH * G * D4; i += NT) {
+      const int gi = KA_HEADS ? g : i / (G * D4);  // the kv head of element i
+      const int wbi = KA_HEADS ? 0 : gi * WPH;     // its first warp
+      const int row = (KA_HEADS ? i : i % (G * D4)) / D4, d4 = i % D4;
+      const int64_t pidx = pidx0 + (KA_HEADS ? 0 : gi);
       float M = kNegInf;
 #pragma unroll
-      for (int w = 0; w < W; ++w) M = fmaxf(M, red_ml[(w * G + row) * 3]);
+      for (int w = 0; w < WPH; ++w) M = fmaxf(M, red_ml[((wbi + w) * G + row) * 3]);
       float L = 0.f, E = 0.f;
 #pragma unroll
-      for (int w = 0; w < W; ++w) {
-        const float mw = red_ml[(w * G + row) * 3];
+      for (int w = 0; w < WPH; ++w) {
+        const float mw = red_ml[((wbi + w) * G + row) * 3];
         const float f = mw == kNegInf ? 0.f : exp2f(mw - M);
-        L += f * red_ml[(w * G + row) * 3 + 1];
-        E += f * red_ml[(w * G + row) * 3 + 2];
+        L += f * red_ml[((wbi + w) * G + row) * 3 + 1];
+        E += f * red_ml[((wbi + w) * G + row) * 3 + 2];
       }
-      const float4 acc = *reinterpret_cast<const float4*>(red_o + row * D + 4 * d4);
+      const float4 acc = *reinterpret_cast<const float4*>(red_o + ((KA_HEADS ? 0 : gi * G) + row) * D + 4 * d4);
       const float inv = 1.f / L;
       const float lse2 = M + log2f(E);
       if (full) {
-        const int64_t orow = static_cast<int64_t>(cur_b) * HQ + g * G + row;
+        const int64_t orow = static_cast<int64_t>(cur_b) * HQ + gi * G + row;
         uint2 wv;
         wv.x = pack_bf16(acc.x * inv, acc.y * inv);
         wv.y = pack_bf16(acc.z * inv, acc.w * inv);
@@ -964,6 +1070,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     if (KA_FUSED_MERGE && !full) {
       __threadfence();  // this thread's partial writes, visible device-wide before the count
       csync();  // every consumer's partial writes fenced before thread 0 counts this CTA as done
+#if KA_HEADS
       if (tid == 0) {
         const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
         __threadfence();  // release: the CTA's partials (ordered before by the barrier) before the count
@@ -976,6 +1083,24 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
         merge_group(p, cur_b, g, tid);
         if (tid == 0) p.counters[cur_b * HKV + g] = 0;  // ready for the next launch
       }
+#else
+      // Thread h counts head h (each head's CTAs of the sequence are the same ones, but the
+      // counters stay per (sequence, kv head) as with HEADS=1, so the merge and its layout are one).
+      if (tid < NH) {
+        const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
+        __threadfence();  // release: the CTA's partials (ordered before by the barrier) before the count
+        const int old = atomicAdd(p.counters + cur_b * HKV + tid, 1);
+        __threadfence();  // acquire: the other CTAs' partials, read below with ld.global.cg
+        flag[tid] = old == n_b - 1;
+      }
+      csync();  // the flags visible to every consumer
+#pragma unroll 1
+      for (int h = 0; h < NH; ++h)
+        if (flag[h]) {
+          merge_group(p, cur_b, h, tid);
+          if (tid == 0) p.counters[cur_b * HKV + h] = 0;  // ready for the next launch
+        }
+#endif
     }
     csync();  // red_o / red_ml / flag are reused by the next segment
   };
@@ -1090,21 +1215,23 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const k
   p.scale_log2 = static_cast<float>(sm_scale * 1.4426950408889634);
 
   const bool split = KA_SPLIT_TOKENS > 0;
+  // CTAs per chunk (or per sequence): one per kv head (HEADS=1) or one for all of them (HEADS=0).
+  constexpr int64_t kCtasPerUnit = HKV / NH;
   int64_t grid;
   if (!split) {
     p.chunk = 0;
     p.nchunks = static_cast<int>(B);
-    grid = B * HKV;
+    grid = B * kCtasPerUnit;
   } else {
     const int64_t cap = ceil_div(KA_SPLIT_TOKENS, T) * T;
     const int64_t floor_ = KA_NO_SPLIT_BELOW > T ? ceil_div(KA_NO_SPLIT_BELOW, T) * T : T;
     const int64_t target = static_cast<int64_t>(KA_WAVES) * st.sms * st.occ;
-    int64_t chunk = ceil_div(ceil_div(N * HKV, target), T) * T;
+    int64_t chunk = ceil_div(ceil_div(N * kCtasPerUnit, target), T) * T;
     chunk = chunk > cap ? cap : chunk;
     chunk = chunk < floor_ ? floor_ : chunk;
     p.chunk = static_cast<int>(chunk);
     p.nchunks = static_cast<int>(N > 0 ? ceil_div(N, chunk) : 1);
-    grid = static_cast<int64_t>(p.nchunks) * HKV;
+    grid = static_cast<int64_t>(p.nchunks) * kCtasPerUnit;
     if (p.nchunks > 1) {
       const size_t part = static_cast<size_t>(p.nchunks) * 2 * HKV * G;
       const size_t bytes = part * (D + 1) * sizeof(float) + 256;
