@@ -168,6 +168,12 @@ declare -A PT=(
   [p13_pc4_bn128_s6_sn64]="BM=128 BN=128 BK=64 STAGES=6 SPLITK=4 RASTER=0 SMALLN=64 PERSIST=1 CLUSTER=4"
   [p14_sw2_sn256_sk16]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=256 SMALL_WG=2"
   [p15_sw2_sn128_sk8]="BM=128 BN=128 BK=64 STAGES=4 SPLITK=8 RASTER=0 SMALLN=128 SMALL_WG=2"
+  # Large M on the narrow (N = 128) and short-K (N = 5120, K = 2048) shapes, where p11 stays at
+  # 0.87-0.90x cuBLAS (2026-12-03): persistent BN = 128 tiles with and without a cluster, and
+  # BM = 64 x BN = 256 (twice the tiles of p11 along M).
+  [p16_p1_bn128_s5_r1]="BM=128 BN=128 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
+  [p17_pc2_bn128_s5_r1]="BM=128 BN=128 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=2"
+  [p18_p1_bm64_bn256_s5_r1]="BM=64 BN=256 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
 )
 # Points without the PERSIST / CLUSTER / SMALL_WG knobs get PERSIST=0 CLUSTER=1 (the
 # non-persistent kernel) and SMALL_WG=1 (one warpgroup on the small-M path).
