@@ -2,9 +2,10 @@
 // ceiling of a paged-KV decode kernel is not the copy bandwidth when its pages are small: the dev
 // decode problems (012, 018) have page_size 1 and kv_indices a random permutation, so each KV head
 // of a token is one 256-byte piece (GQA, 4 heads x 128 x bf16 per 1 KB token row), or for MLA one
-// 1024-byte ckv row and one 128-byte kpe row, at a random place. This reads, per case, `rows` row pieces of `piece` bytes at
-// random rows of `stride` bytes (a pool of 1 GiB, far above the 60 MB L2; the L2 is flushed before
-// each timed call) and reports the read bandwidth next to a sequential read of the same bytes.
+// 1024-byte ckv row and one 128-byte kpe row, at a random place. This reads, per case, `rows`
+// row pieces of `piece` bytes at random rows of `stride` bytes (a pool of 1 GiB, far above the 60
+// MB L2; the L2 is flushed before each timed call) and reports the read bandwidth next to a
+// sequential read of the same bytes.
 // `split` > 1 reads each row as `split` pieces in `split` different CTAs running side by side
 // (block b reads piece b % split of its rows), as a decode kernel with one CTA per KV head does.
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o gather_bw bench/gather_bw.cu && ./gather_bw
