@@ -12,7 +12,8 @@
 #      of each family on the largest-KV workload, NCU_S seconds each, if the machine allows
 #      profiling; the report, its sections as text, and the SASS instructions with the most
 #      warp-stall samples (bench/ncu_sass_top.py; NCU_TOP lines printed);
-#   5. bench/h200_sol.sh on SOL_PROBS (empty: skipped) with what is left of DEADLINE (default 575 s).
+#   5. bench/gather_bw.cu (random-row read bandwidth, ~20 s; GATHER=0 skips it), built there;
+#   6. bench/h200_sol.sh on SOL_PROBS (empty: skipped) with what is left of DEADLINE (default 575 s).
 # An empty list skips its family (both prefill lists empty: no prefill step). Each step writes under
 # $OUT (attention/, prefill/, gemm/, ncu_*.txt, sol/ archives); the summaries are printed last, then
 # everything but sol_cache.tgz is packed into $OUT/sweep_logs.tgz (the device returns 8 files).
@@ -78,6 +79,11 @@ if command -v ncu >/dev/null; then
   done
 fi
 
+if [[ ${GATHER:-1} == 1 ]] && (($(left) > 60)); then
+  nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/ka-gather-bw bench/gather_bw.cu >"$OUT/gather_bw.txt" 2>&1 &&
+    timeout 60 /tmp/ka-gather-bw >>"$OUT/gather_bw.txt" 2>&1
+fi
+
 L=$(left)
 if ((L > 60)) && [[ -n $SOL_PROBS ]]; then
   DEADLINE=$L PROBLEM_LIMIT=${PROBLEM_LIMIT:-150} COMPILE_BUDGET=${COMPILE_BUDGET:-300} PROBS=$(oneline $SOL_PROBS) \
@@ -90,6 +96,7 @@ for f in gqa mla; do
   grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Stall|exit|ERR" "$OUT/ncu_$f.txt" "$OUT/ncu_${f}_run.txt" 2>/dev/null | head -14
   head -${NCU_TOP:-16} "$OUT/ncu_${f}_top.txt" 2>/dev/null
 done
+echo "==== gather_bw"; cat "$OUT/gather_bw.txt" 2>/dev/null
 echo "==== sol"; tail -12 "$OUT/sol.txt" 2>/dev/null
 # The device returns at most 8 files from $OUT: everything but the timing cache goes into one archive.
 (cd "$OUT" && tar czf sweep_logs.tgz --remove-files $(ls | grep -vx -e sol_cache.tgz -e sweep_logs.tgz))
