@@ -80,7 +80,7 @@ if command -v ncu >/dev/null; then
 fi
 
 if [[ ${GATHER:-1} == 1 ]] && (($(left) > 60)); then
-  nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/ka-gather-bw bench/gather_bw.cu >"$OUT/gather_bw.txt" 2>&1 &&
+  "${KERNELARC_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" -O3 -std=c++17 -arch=sm_90a -o /tmp/ka-gather-bw bench/gather_bw.cu >"$OUT/gather_bw.txt" 2>&1 &&
     timeout 60 /tmp/ka-gather-bw >>"$OUT/gather_bw.txt" 2>&1
 fi
 
