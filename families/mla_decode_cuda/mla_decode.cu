@@ -34,6 +34,23 @@
 //                            prefetch-size hint, so the first 16-byte copy of a row brings the 256
 //                            aligned bytes around it into L2 in one request (a page-size-1 gather
 //                            reads 256-byte pieces of rows at random pages)
+//            KA_MMA          0: mma.sync m16n8k16 with the 16 heads as the M rows (above; any
+//                            sm_80+ GPU). 1: Hopper wgmma (sm_90a), swap-AB: the 64 tokens of a
+//                            tile are the wgmma M, S^T = K·Q^T and O^T += V^T·P^T with m64n16k16
+//                            (see "the wgmma kernel" below for layouts and the per-tile protocol).
+//                            Needs TILE 64 (one warpgroup's M) and STAGES 2 (a stage is 64 rows x
+//                            1152 bytes = 72 KB, unpadded in the 128-byte swizzle layout, plus Q's
+//                            18 KB), WARPS 4 (one warpgroup: all 36 S k-steps, all 8 O^T m64
+//                            blocks, 64 accumulator registers) or 8 (two: 18 k-steps each, the
+//                            partial S^T summed through shared memory, 4 O^T blocks each). An
+//                            MMA=1 build for a GPU without wgmma compiles but traps if called.
+//                            Status: passes the emulator (bench/attention_selftest.py --mode emu)
+//                            and compiles without spills (CUDA 13: 167 registers at WARPS 8, 255
+//                            at WARPS 4); not yet run on a GPU. Simplest schedule only: every
+//                            warp issues copies, per tile a CTA barrier for the landed stage, one
+//                            to sum S (WARPS 8), one for the column maxima, one after P is stored,
+//                            and each wgmma group is waited for at once (no overlap of the softmax
+//                            with the tensor cores, no producer warp).
 // Work decomposition, segments, partial slots and the merge are those of gqa_decode_cuda (see
 // families/gqa_decode_cuda/gqa_decode.cu), with one "kv head" holding all 16 query heads: CTA c
 // runs over the flat token range [c*chunk, (c+1)*chunk) of kv_indices, walking the sequences it
@@ -78,11 +95,11 @@ constexpr int PCH = 2 * DP / 16;        // ... of a kpe row (8)
 constexpr int RPP = NT / CCH;           // rows covered by one pass of all threads
 constexpr int NR = T / RPP;             // rows per thread per tile
 constexpr int KS_ALL = DQ / 16;         // k-steps of a score (36)
-constexpr int KSW = (KS_ALL + W - 1) / W;  // k-steps per warp, at most
+[[maybe_unused]] constexpr int KSW = (KS_ALL + W - 1) / W;  // k-steps per warp, at most
 constexpr int DW = DC / W;              // output dims per warp
-constexpr int NTO = DW / 8;             // O n-tiles per warp
+[[maybe_unused]] constexpr int NTO = DW / 8;             // O n-tiles per warp
 constexpr int NTT = T / 8;              // S n-tiles (8 tokens)
-constexpr int KT = T / 16;              // P·V k-steps (16 tokens)
+[[maybe_unused]] constexpr int KT = T / 16;              // P·V k-steps (16 tokens)
 constexpr int STAGE_BYTES = T * ROWB;
 constexpr int SX_BYTES = W * NTT * 32 * 16;  // partial scores, [W][NTT][32 lanes] float4
 constexpr int IDX_BYTES = STAGES * T * 4;  // ring of page ids, one tile per slot (see the loads)
@@ -136,17 +153,17 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait_n() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-__device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+[[maybe_unused]] __device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(a));
 }
-__device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+[[maybe_unused]] __device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(a));
 }
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+[[maybe_unused]] __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
@@ -157,7 +174,7 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
   return *reinterpret_cast<uint32_t*>(&v);
 }
-__device__ __forceinline__ uint32_t ld_u32(const uint16_t* p) { return __ldg(reinterpret_cast<const unsigned int*>(p)); }
+[[maybe_unused]] __device__ __forceinline__ uint32_t ld_u32(const uint16_t* p) { return __ldg(reinterpret_cast<const unsigned int*>(p)); }
 #endif
 
 #if KA_MMA
