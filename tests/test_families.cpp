@@ -660,6 +660,83 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
   }
 }
 
+// mla_decode_cuda's MMA knob on 018: the mma.sync space is what it was before the knob (238
+// points), and the wgmma points (MMA=1) are the 64-token tiles (one wgmma M per warpgroup) in 2
+// stages (a stage is 72 KB and Q stays in shared memory, so a third does not fit) with one or two
+// warpgroups, over every value of the split-KV knobs (34 combinations each).
+TEST(FamiliesDev, MlaDecodeMmaPoints) {
+  const char* name = "018_mla_paged_decode_h16_ckv512_kpe64_ps1";
+  if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
+  const Problem p = load_problem(dev_problem(name));
+  const Family& f = shipped("mla_decode_cuda");
+  size_t sync = 0, wg1 = 0, wg2 = 0;
+  for (const auto& k : f.space(p)) {
+    if (k.at("MMA") == 0) {
+      ++sync;
+      continue;
+    }
+    EXPECT_EQ(k.at("TILE"), 64) << knobs_str(k);
+    EXPECT_EQ(k.at("STAGES"), 2) << knobs_str(k);
+    if (k.at("WARPS") == 4) ++wg1;
+    else if (k.at("WARPS") == 8) ++wg2;
+    else ADD_FAILURE() << knobs_str(k);
+  }
+  EXPECT_EQ(sync, 238u);  // the mma.sync space as it was before the knob
+  EXPECT_EQ(wg1, 34u);
+  EXPECT_EQ(wg2, 34u);
+  Knobs k{{"WARPS", 8}, {"TILE", 64}, {"STAGES", 2}, {"SPLIT_TOKENS", 4096}, {"WAVES", 1},
+          {"FUSED_MERGE", 1}, {"NO_SPLIT_BELOW", 0}, {"L2_PREFETCH", 0}, {"MMA", 1}};
+  EXPECT_TRUE(f.valid(k, p));
+  k["STAGES"] = 3;
+  EXPECT_FALSE(f.valid(k, p));  // Q + 3 x 72 KB stages do not fit
+  k["STAGES"] = 2;
+  k["TILE"] = 32;
+  EXPECT_FALSE(f.valid(k, p));  // less than one wgmma M
+  k["TILE"] = 64;
+  k["WARPS"] = 4;
+  EXPECT_TRUE(f.valid(k, p));
+  k["MMA"] = 0;
+  EXPECT_FALSE(f.valid(k, p));  // the mma.sync path's O fragments at 4 warps x 64 tokens: too many registers
+}
+
+// Both wgmma schedules of mla_decode_cuda (one and two warpgroups) compile for sm_90a with the
+// judge's nvcc flags without spills, warnings or ptxas performance notes (serialized wgmma), and
+// an MMA=1 point still compiles for sm_80 (its device code traps there). Skipped without nvcc.
+TEST(FamiliesDev, MlaDecodeWgmmaCompilesWithNvcc) {
+  LOAD_DEV(p, "018_mla_paged_decode_h16_ckv512_kpe64_ps1");
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
+  const Family& f = shipped("mla_decode_cuda");
+  const Knobs base{{"WARPS", 8}, {"TILE", 64}, {"STAGES", 2}, {"SPLIT_TOKENS", 4096}, {"WAVES", 1},
+                   {"FUSED_MERGE", 1}, {"NO_SPLIT_BELOW", 0}, {"L2_PREFETCH", 0}, {"MMA", 1}};
+  Knobs one = base;
+  one["WARPS"] = 4;
+  const std::vector<std::pair<Knobs, std::string>> cases{
+      {base, "-gencode=arch=compute_90a,code=sm_90a"},
+      {one, "-gencode=arch=compute_90a,code=sm_90a"},
+      {base, "-gencode=arch=compute_80,code=sm_80"},
+  };
+  for (const auto& [k, arch] : cases) {
+    ASSERT_TRUE(f.valid(k, p)) << knobs_str(k);
+    Candidate c = f.instantiate(k, p);
+    TempDir t;
+    write_atomic(t.path / c.entry_file, c.sources[0].content);
+    write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
+    RunResult r = run_command({nvcc.string(), arch, "-Xptxas", "-v", "-O3", "-D__CUDA_NO_HALF_OPERATORS__",
+                               "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                               "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", "-shared",
+                               "-Xcompiler", "-fPIC", "-I" + t.path.string(),
+                               "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
+                               (t.path / "tramp.cu").string()},
+                              std::chrono::minutes(5));
+    EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
+    if (arch.find("90a") == std::string::npos) continue;
+    EXPECT_TRUE(has(r.output, " 0 bytes stack frame, 0 bytes spill stores")) << knobs_str(k) << "\n" << r.output;
+    EXPECT_FALSE(has(r.output, "Potential Performance Loss")) << knobs_str(k) << "\n" << r.output;
+    EXPECT_FALSE(has(r.output, "warning")) << knobs_str(k) << "\n" << r.output;
+  }
+}
+
 // mla_prefill_cuda's MMA knob on 019: the mma.sync space is what it was before the knob (72 points,
 // none with WARPS 12 or more than 3 stages), and the wgmma points (MMA=1) are exactly the two
 // schedules: 2 warpgroups on 64-key tiles in 2 stages (Q stays in shared memory, so a third 72 KB

@@ -34,6 +34,23 @@
 //                            prefetch-size hint, so the first 16-byte copy of a row brings the 256
 //                            aligned bytes around it into L2 in one request (a page-size-1 gather
 //                            reads 256-byte pieces of rows at random pages)
+//            KA_MMA          0: mma.sync m16n8k16 with the 16 heads as the M rows (above; any
+//                            sm_80+ GPU). 1: Hopper wgmma (sm_90a), swap-AB: the 64 tokens of a
+//                            tile are the wgmma M, S^T = K·Q^T and O^T += V^T·P^T with m64n16k16
+//                            (see "the wgmma kernel" below for layouts and the per-tile protocol).
+//                            Needs TILE 64 (one warpgroup's M) and STAGES 2 (a stage is 64 rows x
+//                            1152 bytes = 72 KB, unpadded in the 128-byte swizzle layout, plus Q's
+//                            18 KB), WARPS 4 (one warpgroup: all 36 S k-steps, all 8 O^T m64
+//                            blocks, 64 accumulator registers) or 8 (two: 18 k-steps each, the
+//                            partial S^T summed through shared memory, 4 O^T blocks each). An
+//                            MMA=1 build for a GPU without wgmma compiles but traps if called.
+//                            Status: passes the emulator (bench/attention_selftest.py --mode emu)
+//                            and compiles without spills (CUDA 13: 167 registers at WARPS 8, 255
+//                            at WARPS 4); not yet run on a GPU. Simplest schedule only: every
+//                            warp issues copies, per tile a CTA barrier for the landed stage, one
+//                            to sum S (WARPS 8), one for the column maxima, one after P is stored,
+//                            and each wgmma group is waited for at once (no overlap of the softmax
+//                            with the tensor cores, no producer warp).
 // Work decomposition, segments, partial slots and the merge are those of gqa_decode_cuda (see
 // families/gqa_decode_cuda/gqa_decode.cu), with one "kv head" holding all 16 query heads: CTA c
 // runs over the flat token range [c*chunk, (c+1)*chunk) of kv_indices, walking the sequences it
@@ -52,7 +69,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||              \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH)
+    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_MMA)
 #error "mla_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -78,11 +95,11 @@ constexpr int PCH = 2 * DP / 16;        // ... of a kpe row (8)
 constexpr int RPP = NT / CCH;           // rows covered by one pass of all threads
 constexpr int NR = T / RPP;             // rows per thread per tile
 constexpr int KS_ALL = DQ / 16;         // k-steps of a score (36)
-constexpr int KSW = (KS_ALL + W - 1) / W;  // k-steps per warp, at most
+[[maybe_unused]] constexpr int KSW = (KS_ALL + W - 1) / W;  // k-steps per warp, at most
 constexpr int DW = DC / W;              // output dims per warp
-constexpr int NTO = DW / 8;             // O n-tiles per warp
+[[maybe_unused]] constexpr int NTO = DW / 8;             // O n-tiles per warp
 constexpr int NTT = T / 8;              // S n-tiles (8 tokens)
-constexpr int KT = T / 16;              // P·V k-steps (16 tokens)
+[[maybe_unused]] constexpr int KT = T / 16;              // P·V k-steps (16 tokens)
 constexpr int STAGE_BYTES = T * ROWB;
 constexpr int SX_BYTES = W * NTT * 32 * 16;  // partial scores, [W][NTT][32 lanes] float4
 constexpr int IDX_BYTES = STAGES * T * 4;  // ring of page ids, one tile per slot (see the loads)
@@ -94,7 +111,7 @@ static_assert(DC % 128 == 0 && DP % 16 == 0 && DC % (16 * W) == 0 && (DC / W) % 
 static_assert(NT % CCH == 0 && PCH <= CCH, "WARPS");
 static_assert(T % 16 == 0 && T % RPP == 0, "TILE");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES");
-static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
+static_assert(KA_MMA || SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 
 // ── primitives ─────────────────────────────────────────────────────────────────────────────────
 #ifdef KA_EMULATE
@@ -136,17 +153,17 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait_n() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-__device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+[[maybe_unused]] __device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(a));
 }
-__device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+[[maybe_unused]] __device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(a));
 }
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+[[maybe_unused]] __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
@@ -157,8 +174,85 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
   return *reinterpret_cast<uint32_t*>(&v);
 }
-__device__ __forceinline__ uint32_t ld_u32(const uint16_t* p) { return __ldg(reinterpret_cast<const unsigned int*>(p)); }
+[[maybe_unused]] __device__ __forceinline__ uint32_t ld_u32(const uint16_t* p) { return __ldg(reinterpret_cast<const unsigned int*>(p)); }
 #endif
+
+#if KA_MMA
+// ── Hopper warpgroup MMA (KA_MMA 1, sm_90a) ──
+// Device code for an arch without wgmma (not sm_90a) gets bodies that trap, so that an MMA=1 point
+// still builds there.
+#ifdef KA_EMULATE
+// S^T += K · Q^T: A (the K tile) and B (Q) from descriptors, both K-major.
+inline void wgmma_s16(float (&d)[2][4], uint64_t da, uint64_t db) {
+  ka_emu_ops::wgmma_issue({16, &d[0][0], false, {0, 0, 0, 0}, da, db, 0, 0, 1});
+}
+// O^T += V^T · P^T: A (V^T) from a descriptor, MN-major (transpose-A bit), B (P) K-major.
+inline void wgmma_pv16(float (&d)[2][4], uint64_t da, uint64_t db) {
+  ka_emu_ops::wgmma_issue({16, &d[0][0], false, {0, 0, 0, 0}, da, db, 1, 0, 1});
+}
+template <int N>
+inline void wgmma_wait_n() { wgmma_wait(N); }
+template <int R, int C>
+inline void fence_operands(float (&)[R][C]) {}
+#else
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KA_WGMMA_HW 0
+#else
+#define KA_WGMMA_HW 1
+#endif
+#if KA_WGMMA_HW
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait_n() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Orders generic-proxy writes to shared memory (cp.async, st.shared) before async-proxy reads (wgmma).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_s16(float (&d)[2][4], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3])
+      : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma_pv16(float (&d)[2][4], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3])
+      : "l"(da), "l"(db), "r"(1));
+}
+#else
+__device__ __forceinline__ void wgmma_fence() { __trap(); }
+__device__ __forceinline__ void wgmma_commit() { __trap(); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait_n() { __trap(); }
+__device__ __forceinline__ void fence_proxy_async() { __trap(); }
+__device__ __forceinline__ void wgmma_s16(float (&)[2][4], uint64_t, uint64_t) { __trap(); }
+__device__ __forceinline__ void wgmma_pv16(float (&)[2][4], uint64_t, uint64_t) { __trap(); }
+#endif
+// Keeps the compiler from moving accesses of wgmma accumulators across a wgmma wait.
+template <int R, int C>
+__device__ __forceinline__ void fence_operands(float (&d)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < C; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+}
+#endif
+// Shared-memory matrix descriptor for a 128-byte-swizzled operand (PTX ISA "Matrix Descriptor"):
+// start address, leading byte offset lbo (K-major: unused, 16; MN-major: between 64-element blocks
+// along M/N), stride byte offset 1024 (between groups of 8 rows), swizzle mode 1 (128 B).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
+  return static_cast<uint64_t>((addr & 0x3ffffu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3fffu) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+}
+#endif  // KA_MMA
 
 __device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
@@ -246,6 +340,7 @@ __global__ void __launch_bounds__(128) mla_merge_kernel(Params p) {
   merge_rows(p, b, h, h + 1, threadIdx.x, 128);
 }
 
+#if !KA_MMA
 __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   KA_DYN_SMEM(smem);
   unsigned char* const stages = smem;
@@ -586,6 +681,421 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   }
   cp_async_wait_n<0>();
 }
+#endif  // !KA_MMA
+
+#if KA_MMA
+// ── the wgmma kernel (KA_MMA 1): swap-AB, the 64 tokens of a tile are the wgmma M ──
+// Warpgroup g (warps 4g .. 4g+3; NWG = WARPS/4 of them) computes the partial S^T[64 tok x 16 heads]
+// over its KSG k-steps of the 576 q/k dims (m64n16k16, A = the K tile, B = Q, both K-major from
+// shared memory), the partials are summed through shared memory (NWG = 2), and every warpgroup
+// runs the same online softmax on the full S^T (thread t of a warpgroup holds tokens 16w+g and
+// 16w+g+8 of heads 8j+2q, 8j+2q+1, j = 0, 1: the wgmma accumulator layout, w = warp in the
+// warpgroup, g = lane/4, q = lane%4). Column maxima: shuffles over g, then the 4 warps through
+// shared memory. P (bf16) goes to the warpgroup's own P buffer [16 heads][64 tokens] (K-major, 128-
+// byte swizzle: one 2 KB block), and O^T[dims x 16] += V^T · P^T over the warpgroup's MBG m64
+// blocks of the 512 output dims: A = V^T, i.e. the ckv part of the same K tile read MN-major
+// (transpose-A), B = P (K-major). One stage: T = 64 token rows of 1152 bytes, stored unpadded in
+// the 128-byte swizzle layout (DQ/64 = 9 column blocks of 64 rows x 128 bytes, 16-byte chunk c of
+// row r at block c/8, byte r*128 + ((c%8) ^ (r%8))*16; blocks 1024-byte aligned), filled by 16-byte
+// cp.async per thread (the same row/chunk assignment as MMA=0). Q: 16 rows x 1152 bytes, same
+// layout, written with plain loads/stores per segment.
+constexpr int NWG = W / 4;
+constexpr int WSTAGE = T * 2 * DQ;           // bytes of one stage (73728 at T = 64)
+constexpr int QBYTES = H * 2 * DQ;           // 18432
+constexpr int PBYTES = H * T * 2;            // 2048: P of one warpgroup
+constexpr int SXW_BYTES = NWG > 1 ? NWG * 2 * 128 * 16 : 0;  // partial S^T, [NWG][2][128 thr] float4
+constexpr int RED_BYTES = 3 * NWG * 4 * H * 4;  // [3: max, l, e][NWG][4 warps][16 heads] float
+constexpr int W_Q_OFF = STAGES * WSTAGE;
+constexpr int W_P_OFF = W_Q_OFF + QBYTES;
+constexpr int W_SX_OFF = W_P_OFF + NWG * PBYTES;
+constexpr int W_RED_OFF = W_SX_OFF + SXW_BYTES;
+constexpr int W_FLAG_OFF = W_RED_OFF + RED_BYTES;
+constexpr int W_IDX_OFF = W_FLAG_OFF + 16;
+constexpr int SMEM_W = W_IDX_OFF + IDX_BYTES + 1024;  // + slack to align the tiles to 1024 bytes
+constexpr int KSG = KS_ALL / NWG;            // S k-steps per warpgroup
+constexpr int MBG = DC / 64 / NWG;           // O^T m64 blocks per warpgroup
+constexpr int QCH = DQ / 8;                  // 16-byte chunks of a Q / K row (72)
+static_assert(T == 64 && W % 4 == 0 && DC % 64 == 0 && DP % 64 == 0 && KS_ALL % NWG == 0 && (DC / 64) % NWG == 0,
+              "MMA=1: TILE 64, WARPS % 4 == 0, head dims multiples of 64 split evenly over the warpgroups");
+static_assert(SMEM_W <= 227 * 1024, "MMA=1: shared memory above 227 KB");
+
+// Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled tile of `rows` rows.
+__host__ __device__ constexpr int sw_off(int r, int c, int rows) {
+  return (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+}
+
+__global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
+  KA_DYN_SMEM(smem_raw);
+  unsigned char* const smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char* const stages = smem;
+  unsigned char* const qs = smem + W_Q_OFF;
+  float* const red = reinterpret_cast<float*>(smem + W_RED_OFF);  // [3][NWG][4][H]
+  int* const flag = reinterpret_cast<int*>(smem + W_FLAG_OFF);
+  int* const idx_ring = reinterpret_cast<int*>(smem + W_IDX_OFF);  // [STAGES][T]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wg = warp >> 2, wq = warp & 3, wtid = tid & 127;
+  const int g = lane >> 2, q = lane & 3;
+  const int unit = blockIdx.x;
+  const bool seq_mode = p.chunk == 0;
+  const int* __restrict__ ip = p.indptr;
+
+  int cs, ce;
+  if (seq_mode) {
+    cs = __ldg(ip + unit);
+    ce = imax(__ldg(ip + unit + 1), cs);
+  } else {
+    cs = unit * p.chunk;
+    ce = imin(cs + p.chunk, p.N);
+  }
+  const int ntiles = (ce - cs + T - 1) / T;
+
+  // Loads: as MMA=0 (thread tid copies ckv chunk tid % CCH of rows tid/CCH + i*RPP, and kpe chunk
+  // tid % CCH of the same rows when tid % CCH < PCH), each chunk to its swizzled place.
+  const int lcol = tid % CCH, lrow = tid / CCH;
+  const int ce_load = p.num_pages > 0 ? ce : cs;
+  const unsigned last_page = static_cast<unsigned>(p.num_pages - 1);
+  auto clamp_page = [&](int r) { return static_cast<int>(umin(static_cast<unsigned>(r), last_page)); };
+  const unsigned char* const cbase = reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8);
+  const unsigned char* const pbase = reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8);
+  struct Rows {
+    int page[NR];
+    int left;
+  };
+  auto load_idx = [&](int tile, Rows& r) {
+    r.left = ce_load - (cs + tile * T + lrow);
+#pragma unroll
+    for (int i = 0; i < NR; ++i)
+      r.page[i] = i * RPP < r.left ? clamp_page(__ldg(p.indices + cs + tile * T + lrow + i * RPP)) : 0;
+  };
+  auto ring_idx = [&](int tile, Rows& r) {
+    const int* slot = idx_ring + (tile % STAGES) * T + lrow;
+    r.left = ce_load - (cs + tile * T + lrow);
+#pragma unroll
+    for (int i = 0; i < NR; ++i) r.page[i] = clamp_page(slot[i * RPP]);
+  };
+  auto prefetch_idx = [&](int tile) {
+    if (tid < T && tile * T < ce - cs) {
+      const int pos = cs + tile * T + tid;
+      const bool ok = pos < ce;
+      cp_async_4(smem_u32(idx_ring + (tile % STAGES) * T + tid), p.indices + (ok ? pos : 0), ok ? 4 : 0);
+    }
+  };
+  auto issue = [&](int stage, const Rows& r) {
+    const uint32_t st = smem_u32(stages + stage * WSTAGE);
+#pragma unroll
+    for (int i = 0; i < NR; ++i) {
+      const int bytes = i * RPP < r.left ? 16 : 0;
+      const int64_t page = r.page[i];
+      const int row = lrow + i * RPP;
+      cp_async_16(st + sw_off(row, lcol, T), cbase + page * (DC * 2), bytes);
+      if (lcol < PCH) cp_async_16(st + sw_off(row, CCH + lcol, T), pbase + page * (DP * 2), bytes);
+    }
+  };
+
+  Rows rows;
+  {
+    Rows pre[STAGES - 1];
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s)
+      if (s < ntiles) load_idx(s, pre[s]);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < ntiles) issue(s, pre[s]);
+      prefetch_idx(s + STAGES - 1);
+      cp_async_commit();
+    }
+  }
+
+  const bool first_chunk = seq_mode || unit == 0;
+  const bool last_chunk = seq_mode || unit == p.nchunks - 1;
+  const int b_limit = seq_mode ? unit + 1 : p.B;
+  int cur_b = seq_mode ? unit : (unit == 0 ? 0 : count_le(ip, p.B, cs, lane));
+  int seq_s = 0, seq_e = 0, seg_s = 0, seg_e = 0;
+
+  // Online-softmax state of this thread's 4 heads (c = 2j + e: head 8j + 2q + e), the same in
+  // every warpgroup; m: running max, l: this thread's sum of P as rounded to bf16 (its 2 tokens per
+  // tile; summed over the warpgroup at the end), x: the exact sum likewise.
+  float m[4], l[4], x[4];
+  float o[MBG][2][4];  // O^T of this warpgroup's m64 blocks (dims 64*(wg*MBG+mb) + 16*wq + g (+8))
+
+  auto reset_state = [&]() {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      m[c] = kNegInf;
+      l[c] = x[c] = 0.f;
+    }
+#pragma unroll
+    for (int mb = 0; mb < MBG; ++mb)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) o[mb][j][0] = o[mb][j][1] = o[mb][j][2] = o[mb][j][3] = 0.f;
+  };
+  // Q of sequence b into shared memory (every wgmma that read the previous Q has retired: each
+  // warpgroup waits for its S wgmmas before the softmax barriers of the tile).
+  auto load_q = [&](int b) {
+    const uint16_t* qn = p.qn + static_cast<int64_t>(b) * H * DC;
+    const uint16_t* qp = p.qp + static_cast<int64_t>(b) * H * DP;
+    for (int i = tid; i < H * QCH; i += NT) {
+      const int h = i / QCH, c = i % QCH;
+      const uint16_t* src = c < CCH ? qn + h * DC + c * 8 : qp + h * DP + (c - CCH) * 8;
+      *reinterpret_cast<uint4*>(qs + sw_off(h, c, H)) = __ldg(reinterpret_cast<const uint4*>(src));
+    }
+    fence_proxy_async();  // the generic-proxy stores, before the wgmmas (async proxy) read them
+    __syncthreads();
+  };
+  auto write_empty = [&](int b) {
+    uint32_t* ob = reinterpret_cast<uint32_t*>(p.out + static_cast<int64_t>(b) * H * DC);
+    for (int i = tid; i < H * DC / 2; i += NT) ob[i] = 0u;
+    if (tid < H) p.lse[static_cast<int64_t>(b) * H + tid] = kNegInf;
+  };
+  auto advance = [&](int b) -> bool {
+    for (; b < b_limit; ++b) {
+      const int s = __ldg(ip + b), e = __ldg(ip + b + 1);
+      if (e <= s) {
+        if (seq_mode || ((s > cs || first_chunk) && (s <= ce || last_chunk))) write_empty(b);
+        continue;
+      }
+      if (!seq_mode && s >= ce) return false;
+      cur_b = b;
+      seq_s = s;
+      seq_e = e;
+      seg_s = imax(s, cs);
+      seg_e = imin(e, ce);
+      load_q(b);
+      reset_state();
+      return true;
+    }
+    return false;
+  };
+
+  // The current segment's part [lo, hi) of a tile, by the whole CTA.
+  auto cta_tile = [&](int stage, int ts, int lo, int hi) {
+    const uint32_t kb = smem_u32(stages + stage * WSTAGE);
+    const uint32_t qb = smem_u32(qs);
+    // S^T partial over this warpgroup's k-steps [wg*KSG, +KSG).
+    float s[2][4];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    wgmma_fence();
+#pragma unroll
+    for (int i = 0; i < KSG; ++i) {
+      const int kk = wg * KSG + i;  // 16 dims: column block kk/4, 32 bytes kk%4 into its rows
+      wgmma_s16(s, sw128_desc(kb + (kk >> 2) * T * 128 + (kk & 3) * 32, 16),
+                sw128_desc(qb + (kk >> 2) * H * 128 + (kk & 3) * 32, 16));
+    }
+    wgmma_commit();
+    wgmma_wait_n<0>();
+    fence_operands(s);
+    if constexpr (NWG > 1) {
+      float4* const sx = reinterpret_cast<float4*>(smem + W_SX_OFF);  // [NWG][2][128]
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sx[(wg * 2 + j) * 128 + wtid] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float4 a = sx[j * 128 + wtid];  // the same order in every warpgroup: the same sums
+#pragma unroll
+        for (int w2 = 1; w2 < NWG; ++w2) {
+          const float4 b = sx[(w2 * 2 + j) * 128 + wtid];
+          a.x += b.x;
+          a.y += b.y;
+          a.z += b.z;
+          a.w += b.w;
+        }
+        s[j][0] = a.x;
+        s[j][1] = a.y;
+        s[j][2] = a.z;
+        s[j][3] = a.w;
+      }
+    }
+    // Scale, mask tokens outside [lo, hi), column maxima.
+    const int pos0 = ts + 16 * wq + g, pos1 = pos0 + 8;
+    const bool ok0 = pos0 >= lo && pos0 < hi, ok1 = pos1 >= lo && pos1 < hi;
+    float mx[4];
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        s[j][e] = ok0 ? s[j][e] * p.scale_log2 : kNegInf;
+        s[j][2 + e] = ok1 ? s[j][2 + e] * p.scale_log2 : kNegInf;
+        float v = fmaxf(s[j][e], s[j][2 + e]);
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
+        mx[2 * j + e] = v;
+      }
+    float* const rmax = red + wg * 4 * H;  // [4 warps][H]
+    if (g == 0) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) rmax[wq * H + 8 * (c >> 1) + 2 * q + (c & 1)] = mx[c];
+    }
+    __syncthreads();
+    float a[4], mu[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int h = 8 * (c >> 1) + 2 * q + (c & 1);
+      const float v = fmaxf(fmaxf(rmax[h], rmax[H + h]), fmaxf(rmax[2 * H + h], rmax[3 * H + h]));
+      const float mn = fmaxf(m[c], v);
+      mu[c] = mn == kNegInf ? 0.f : mn;
+      a[c] = exp2f(m[c] - mu[c]);
+      m[c] = mn;
+    }
+    // P (bf16) into this warpgroup's P buffer, [head][token] K-major swizzled; sums; rescale O.
+    unsigned char* const pbuf = smem + W_P_OFF + wg * PBYTES;
+    const int t0 = 16 * wq + g;  // t0 and t0 + 8: chunks t0/8 and t0/8 + 1, element t0 % 8
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int c = 2 * j + e, h = 8 * j + 2 * q + e;
+        const float p0 = exp2f(s[j][e] - mu[c]), p1 = exp2f(s[j][2 + e] - mu[c]);
+        const uint32_t pk = pack_bf16(p0, p1);
+        l[c] = l[c] * a[c] + (bf_lo(pk) + bf_hi(pk));
+        x[c] = x[c] * a[c] + (p0 + p1);
+        *reinterpret_cast<uint16_t*>(pbuf + h * 128 + ((((t0 >> 3)) ^ (h & 7)) << 4) + (t0 & 7) * 2) =
+            static_cast<uint16_t>(pk & 0xffffu);
+        *reinterpret_cast<uint16_t*>(pbuf + h * 128 + ((((t0 >> 3) + 1) ^ (h & 7)) << 4) + (t0 & 7) * 2) =
+            static_cast<uint16_t>(pk >> 16);
+#pragma unroll
+        for (int mb = 0; mb < MBG; ++mb) {
+          o[mb][j][e] *= a[c];
+          o[mb][j][2 + e] *= a[c];
+        }
+      }
+    fence_proxy_async();  // P stores (generic proxy) before the wgmma reads them
+    __syncthreads();
+    // O^T[this warpgroup's dims] += V^T · P^T: 4 k-steps of 16 tokens per m64 block.
+    const uint32_t pb = smem_u32(pbuf);
+    wgmma_fence();
+#pragma unroll
+    for (int mb = 0; mb < MBG; ++mb)
+#pragma unroll
+      for (int kt = 0; kt < T / 16; ++kt)
+        wgmma_pv16(o[mb], sw128_desc(kb + (wg * MBG + mb) * T * 128 + kt * 16 * 128, T * 128),
+                   sw128_desc(pb + kt * 32, 16));
+    wgmma_commit();
+    wgmma_wait_n<0>();
+#pragma unroll
+    for (int mb = 0; mb < MBG; ++mb) fence_operands(o[mb]);
+  };
+
+  // Ends the current segment (see MMA=0): sums l and x over the warpgroup, writes this warpgroup's
+  // output dims as the final output or as a partial; with FUSED_MERGE the sequence's last CTA merges.
+  auto finalize = [&]() {
+    float* const rl = red + NWG * 4 * H + wg * 4 * H;
+    float* const rx = red + 2 * NWG * 4 * H + wg * 4 * H;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      float vl = l[c], vx = x[c];
+      vl += __shfl_xor_sync(0xffffffffu, vl, 4);
+      vl += __shfl_xor_sync(0xffffffffu, vl, 8);
+      vl += __shfl_xor_sync(0xffffffffu, vl, 16);
+      vx += __shfl_xor_sync(0xffffffffu, vx, 4);
+      vx += __shfl_xor_sync(0xffffffffu, vx, 8);
+      vx += __shfl_xor_sync(0xffffffffu, vx, 16);
+      if (g == 0) {
+        const int h = 8 * (c >> 1) + 2 * q + (c & 1);
+        rl[wq * H + h] = vl;
+        rx[wq * H + h] = vx;
+      }
+    }
+    __syncthreads();
+    float inv[4], lse_c[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int h = 8 * (c >> 1) + 2 * q + (c & 1);
+      const float L = ((rl[h] + rl[H + h]) + rl[2 * H + h]) + rl[3 * H + h];
+      const float X = ((rx[h] + rx[H + h]) + rx[2 * H + h]) + rx[3 * H + h];
+      inv[c] = 1.f / L;
+      lse_c[c] = m[c] + log2f(X);
+    }
+    const bool full = seq_mode || (seq_s >= cs && seq_e <= ce);
+    const int dbase = 64 * wg * MBG + 16 * wq + g;
+    if (full) {
+      uint16_t* ob = p.out + static_cast<int64_t>(cur_b) * H * DC;
+#pragma unroll
+      for (int mb = 0; mb < MBG; ++mb)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int h = 8 * (c >> 1) + 2 * q + (c & 1), j = c >> 1, e = c & 1;
+          const uint32_t pk = pack_bf16(o[mb][j][e] * inv[c], o[mb][j][2 + e] * inv[c]);
+          ob[h * DC + dbase + 64 * mb] = static_cast<uint16_t>(pk & 0xffffu);
+          ob[h * DC + dbase + 64 * mb + 8] = static_cast<uint16_t>(pk >> 16);
+        }
+      if (wg == 0 && wq == 0 && g == 0) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) p.lse[static_cast<int64_t>(cur_b) * H + 8 * (c >> 1) + 2 * q + (c & 1)] = lse_c[c];
+      }
+    } else {
+      const int slot = seg_s == cs ? 0 : 1;
+      const int64_t pidx = static_cast<int64_t>(unit) * 2 + slot;
+      float* po = p.part_o + pidx * H * DC;
+#pragma unroll
+      for (int mb = 0; mb < MBG; ++mb)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int h = 8 * (c >> 1) + 2 * q + (c & 1), j = c >> 1, e = c & 1;
+          po[h * DC + dbase + 64 * mb] = o[mb][j][e] * inv[c];
+          po[h * DC + dbase + 64 * mb + 8] = o[mb][j][2 + e] * inv[c];
+        }
+      if (wg == 0 && wq == 0 && g == 0) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) p.part_lse[pidx * H + 8 * (c >> 1) + 2 * q + (c & 1)] = lse_c[c];
+      }
+      if (KA_FUSED_MERGE) {
+        __threadfence();  // this thread's partial writes, visible device-wide before the count
+        __syncthreads();
+        if (tid == 0) {
+          const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
+          __threadfence();
+          const int old = atomicAdd(p.counters + cur_b, 1);
+          __threadfence();
+          *flag = old == n_b - 1;
+        }
+        __syncthreads();
+        if (*flag) {
+          merge_rows(p, cur_b, 0, H, tid, NT);
+          if (tid == 0) p.counters[cur_b] = 0;
+        }
+      }
+    }
+    __syncthreads();  // red and flag are reused by the next segment
+  };
+
+  bool have = advance(cur_b);
+  for (int t = 0; t < ntiles && have; ++t) {
+    cp_async_wait_n<STAGES - 2>();
+    fence_proxy_async();  // this thread's landed copies (generic proxy), before the wgmmas read them
+    __syncthreads();      // tile t landed for every thread; every warpgroup is done with tile t-1
+    {
+      const int u = t + STAGES - 1;
+      if (u < ntiles) {
+        ring_idx(u, rows);
+        issue(u % STAGES, rows);
+      }
+      prefetch_idx(u + STAGES - 1);
+      cp_async_commit();
+    }
+    const int ts = cs + t * T, te = imin(ts + T, ce);
+    const int stage = t % STAGES;
+    while (true) {
+      const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
+      if (lo < hi) cta_tile(stage, ts, lo, hi);
+      if (seg_e > te) break;
+      finalize();
+      have = advance(cur_b + 1);
+      if (!have) break;
+    }
+  }
+  cp_async_wait_n<0>();
+}
+#endif  // KA_MMA
+
+#if KA_MMA
+constexpr int KERNEL_SMEM = SMEM_W;
+#else
+constexpr int KERNEL_SMEM = SMEM_BYTES;
+#endif
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
 struct State {
@@ -611,9 +1121,9 @@ inline void launch(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const
     int dev = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&st.sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaFuncSetAttribute(mla_decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    cudaFuncSetAttribute(mla_decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, KERNEL_SMEM);
     int occ = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mla_decode_kernel, NT, SMEM_BYTES);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mla_decode_kernel, NT, KERNEL_SMEM);
     st.occ = occ > 0 ? occ : 1;
     st.init = true;
   }
@@ -673,7 +1183,7 @@ inline void launch(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const
       }
     }
   }
-  KA_LAUNCH(mla_decode_kernel, dim3(static_cast<unsigned>(grid)), dim3(NT), SMEM_BYTES, p);
+  KA_LAUNCH(mla_decode_kernel, dim3(static_cast<unsigned>(grid)), dim3(NT), KERNEL_SMEM, p);
   if (split && p.nchunks > 1 && !KA_FUSED_MERGE)
     KA_LAUNCH(mla_merge_kernel, dim3(static_cast<unsigned>(B * H)), dim3(128), 0, p);
 }
