@@ -52,6 +52,22 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
+// Builds candidate c as the judge does (its nvcc flags, the KA_ENTRY trampoline) for `arch` (a
+// -gencode option) in a temporary folder; verbose adds -Xptxas -v (registers, spills) to the output.
+RunResult nvcc_judge_build(const fs::path& nvcc, const Candidate& c, const std::string& arch, bool verbose) {
+  TempDir t;
+  write_atomic(t.path / c.entry_file, c.sources[0].content);
+  write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
+  std::vector<std::string> cmd{nvcc.string(), arch};
+  if (verbose) cmd.insert(cmd.end(), {"-Xptxas", "-v"});
+  cmd.insert(cmd.end(), {"-O3", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                         "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr",
+                         "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-I" + t.path.string(),
+                         "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
+                         (t.path / "tramp.cu").string()});
+  return run_command(cmd, std::chrono::minutes(5));
+}
+
 const char* kGoodFamily = R"({
   "name": "toy", "target": "host", "source": "toy.cpp",
   "applies_to": {"op_types": ["rmsnorm"], "dtypes": ["bfloat16"], "requires_axes": ["hidden_size"]},
@@ -434,15 +450,7 @@ TEST(FamiliesDev, CudaFamilyCompilesWithNvcc) {
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   const Family& f = shipped("rmsnorm_cuda");
   Candidate c = f.instantiate({{"VEC", 8}, {"THREADS", 224}, {"ROWS", 1}, {"CACHE", 1}, {"STREAM", 1}}, p);
-  TempDir t;
-  write_atomic(t.path / c.entry_file, c.sources[0].content);
-  write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
-  RunResult r = run_command({nvcc.string(), "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-D__CUDA_NO_HALF_OPERATORS__",
-                             "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-                             "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", "-shared", "-Xcompiler",
-                             "-fPIC", "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
-                             (t.path / "tramp.cu").string()},
-                            std::chrono::minutes(5));
+  RunResult r = nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", false);
   EXPECT_TRUE(r.ok()) << r.output;
 }
 
@@ -719,16 +727,7 @@ TEST(FamiliesDev, MlaDecodeWgmmaCompilesWithNvcc) {
   for (const auto& [k, arch] : cases) {
     ASSERT_TRUE(f.valid(k, p)) << knobs_str(k);
     Candidate c = f.instantiate(k, p);
-    TempDir t;
-    write_atomic(t.path / c.entry_file, c.sources[0].content);
-    write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
-    RunResult r = run_command({nvcc.string(), arch, "-Xptxas", "-v", "-O3", "-D__CUDA_NO_HALF_OPERATORS__",
-                               "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-                               "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", "-shared",
-                               "-Xcompiler", "-fPIC", "-I" + t.path.string(),
-                               "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
-                               (t.path / "tramp.cu").string()},
-                              std::chrono::minutes(5));
+    RunResult r = nvcc_judge_build(nvcc, c, arch, true);
     EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
     if (arch.find("90a") == std::string::npos) continue;
     EXPECT_TRUE(has(r.output, " 0 bytes stack frame, 0 bytes spill stores")) << knobs_str(k) << "\n" << r.output;
@@ -819,16 +818,7 @@ TEST(FamiliesDev, MlaPrefillWgmmaCompilesWithNvcc) {
   for (const auto& [k, arch] : cases) {
     ASSERT_TRUE(f.valid(k, p)) << knobs_str(k);
     Candidate c = f.instantiate(k, p);
-    TempDir t;
-    write_atomic(t.path / c.entry_file, c.sources[0].content);
-    write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
-    RunResult r = run_command({nvcc.string(), arch, "-Xptxas", "-v", "-O3", "-D__CUDA_NO_HALF_OPERATORS__",
-                               "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-                               "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", "-shared",
-                               "-Xcompiler", "-fPIC", "-I" + t.path.string(),
-                               "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
-                               (t.path / "tramp.cu").string()},
-                              std::chrono::minutes(5));
+    RunResult r = nvcc_judge_build(nvcc, c, arch, true);
     EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
     if (arch.find("90a") == std::string::npos) continue;
     EXPECT_TRUE(has(r.output, " 0 bytes stack frame, 0 bytes spill stores")) << knobs_str(k) << "\n" << r.output;
@@ -908,15 +898,7 @@ TEST(FamiliesDev, GemmHopperCompilesWithNvcc) {
   };
   for (const auto& [k, arch] : cases) {
     Candidate c = f.instantiate(k, p);
-    TempDir t;
-    write_atomic(t.path / c.entry_file, c.sources[0].content);
-    write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
-    RunResult r = run_command({nvcc.string(), arch, "-O3", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-                               "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr",
-                               "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-I" + t.path.string(),
-                               "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
-                               (t.path / "tramp.cu").string()},
-                              std::chrono::minutes(5));
+    RunResult r = nvcc_judge_build(nvcc, c, arch, false);
     EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
   }
 }

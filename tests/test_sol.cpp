@@ -47,6 +47,15 @@ fs::path write_problem(const fs::path& root, const std::string& name, const json
   return d;
 }
 
+// Appends workload number n (uuid ...-00000000000n) of the attention definitions below, with axes
+// S and T and random q, k, v, to the problem in `dir`.
+void append_attention_workload(const fs::path& dir, int n, int S, int T) {
+  json w = {{"uuid", fmt::format("00000000-0000-4000-8000-{:012}", n)},
+            {"axes", {{"S", S}, {"T", T}}},
+            {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
+  std::ofstream(dir / "workload.jsonl", std::ios::app) << w.dump() << "\n";
+}
+
 json count_one(const fs::path& problem_dir, const fs::path& cache, size_t index = 0) {
   ka::Problem p = ka::load_problem(problem_dir);
   ka::Oracle oracle("cpu", cache / "oracle");
@@ -76,10 +85,7 @@ TEST(SolCount, KilledCountKeepsFinishedWorkloads) {
       "import os, signal, torch\ndef run(k, q, v):\n    if q.shape[2] != 4:\n        os.kill(os.getpid(), signal.SIGKILL)\n"
       "    return q.clone()\n");
   fs::path d = write_problem(t.path, "killed", def, {{"S", 4}, {"T", 4}});
-  json w2 = {{"uuid", "00000000-0000-4000-8000-000000000002"},
-             {"axes", {{"S", 5}, {"T", 4}}},
-             {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
-  std::ofstream(d / "workload.jsonl", std::ios::app) << w2.dump() << "\n";
+  append_attention_workload(d, 2, 5, 4);
   ka::Problem p = ka::load_problem(d);
   ASSERT_EQ(p.workloads.size(), 2u);
   ::setenv("KERNELARC_COUNT_PROCS", "1", 1);  // both workloads in one process, the killer second
@@ -239,10 +245,7 @@ TEST(SolOracle, LongCallsAreTimedOnce) {
   TempDir t;
   json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(1.1)\n    return q.clone()\n");
   fs::path d = write_problem(t.path, "long", def, {{"S", 4}, {"T", 4}});
-  json w2 = {{"uuid", "00000000-0000-4000-8000-000000000002"},
-             {"axes", {{"S", 5}, {"T", 4}}},
-             {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
-  std::ofstream(d / "workload.jsonl", std::ios::app) << w2.dump() << "\n";
+  append_attention_workload(d, 2, 5, 4);
   ka::Oracle oracle("cpu", t.path / "oracle");
   ka::Problem p = ka::load_problem(d);
   ASSERT_EQ(p.workloads.size(), 2u);
@@ -267,12 +270,7 @@ TEST(SolOracle, CompiledReferenceIsCompiledOncePerProblem) {
   TempDir t;
   json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(1.1)\n    return q * 2 + k.sum()\n");
   fs::path d = write_problem(t.path, "longc", def, {{"S", 4}, {"T", 4}});
-  for (int i = 2; i <= 3; ++i) {
-    json w = {{"uuid", fmt::format("00000000-0000-4000-8000-00000000000{}", i)},
-              {"axes", {{"S", 4}, {"T", 4}}},
-              {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
-    std::ofstream(d / "workload.jsonl", std::ios::app) << w.dump() << "\n";
-  }
+  for (int i = 2; i <= 3; ++i) append_attention_workload(d, i, 4, 4);
   ka::Oracle oracle("cpu", t.path / "oracle");
   ka::Problem p = ka::load_problem(d);
   ASSERT_EQ(p.workloads.size(), 3u);
@@ -296,10 +294,7 @@ TEST(SolOracle, TimeLimitKeepsFinishedWorkloads) {
   json def = attention_def(
       "import time, torch\ndef run(k, q, v):\n    if q.shape[2] != 4:\n        time.sleep(60)\n    return q.clone()\n");
   fs::path d = write_problem(t.path, "stops", def, {{"S", 4}, {"T", 4}});
-  json w2 = {{"uuid", "00000000-0000-4000-8000-000000000002"},
-             {"axes", {{"S", 5}, {"T", 4}}},
-             {"inputs", {{"q", {{"type", "random"}}}, {"k", {{"type", "random"}}}, {"v", {{"type", "random"}}}}}};
-  std::ofstream(d / "workload.jsonl", std::ios::app) << w2.dump() << "\n";
+  append_attention_workload(d, 2, 5, 4);
   ka::Problem p = ka::load_problem(d);
   ASSERT_EQ(p.workloads.size(), 2u);
   ka::Oracle oracle("cpu", t.path / "oracle");
