@@ -8,7 +8,9 @@
 # these seven problems (2026-12-02), so run with OPT_TIMEOUT well under the call's limit and TORCH=0,
 # and run again (it resumes) rather than raising the limit: RESUME=DIR starts from a campaign
 # folder brought back in an earlier archive (carry it, e.g. under .data). CALIBRATE=0 skips
-# `kernelarc calibrate`; PROBS="026_rmsnorm_h7168 ..." picks (and orders) the problems.
+# `kernelarc calibrate`; PROBS="026_rmsnorm_h7168 ..." picks (and orders) the problems; OPT_ARGS
+# adds options to `kernelarc optimize` (e.g. "--no-sol --agents library,exploiter"). GEMM problems
+# (names with _gemm_) also get bench/gemm_campaign_summary.py (issue 5's figures).
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
 OUT=$FINAL/campaign
@@ -27,9 +29,10 @@ probs=()
 for n in ${PROBS:-021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
          001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168}; do probs+=("$P/$n"); done
 start=$(date +%s)
-timeout -k 45 ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress >"$OUT/optimize.txt" 2>&1
+timeout -k 45 ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress ${OPT_ARGS:-} >"$OUT/optimize.txt" 2>&1
 echo "optimize wall: $(( $(date +%s) - start )) s" >>"$OUT/optimize.txt"
 python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
+[[ " ${probs[*]}" == *_gemm_* ]] && python3 bench/gemm_campaign_summary.py "$OUT/camp" >>"$OUT/summary_campaign.txt" 2>&1
 # The store and the per-problem outputs travel back in the archive (the device tool returns files at
 # most two folders down); a campaign cut short by the time limit is resumed by the same command.
 if [[ ${TORCH:-0} == 1 ]]; then

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "families/compose.h"
 #include "families/family.h"
 #include "kernelarc/abi.h"
 #include "problem/dtype.h"
@@ -57,7 +58,7 @@ struct TempDir {
 RunResult nvcc_judge_build(const fs::path& nvcc, const Candidate& c, const std::string& arch, bool verbose) {
   TempDir t;
   write_atomic(t.path / c.entry_file, c.sources[0].content);
-  write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
+  write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(" + c.entry_symbol + ")\n");
   std::vector<std::string> cmd{nvcc.string(), arch};
   if (verbose) cmd.insert(cmd.end(), {"-Xptxas", "-v"});
   cmd.insert(cmd.end(), {"-O3", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -901,6 +902,29 @@ TEST(FamiliesDev, GemmHopperCompilesWithNvcc) {
     RunResult r = nvcc_judge_build(nvcc, c, arch, false);
     EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
   }
+}
+
+// A piecewise GEMM candidate (families/compose.h) as the campaign composes it: the custom family's
+// small-M point, a cuBLASLt table and a persistent custom point, in one source, compiles with the
+// judge's nvcc flags for sm_90a and links cuBLASLt. Skipped without nvcc.
+TEST(FamiliesDev, GemmPiecewiseCompilesWithNvcc) {
+  LOAD_DEV(p, "004_gemm_n128_k2048");
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
+  const Family& hop = shipped("gemm_hopper_cuda");
+  const Family& lt = shipped("gemm_cublaslt_cuda");
+  auto ax = dispatch_axis(p.def);
+  ASSERT_TRUE(ax);
+  Candidate small = hop.instantiate({{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 8}, {"RASTER", 0},
+                                     {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}}, p);
+  Candidate table = lt.instantiate(lt.space(p).front(), p,
+                                   {{"LT_TABLE", "{1,4096,21,20,8,1,0,0,0,0,0},"}, {"LT_FALLBACK", "{1,9223372036854775807,21,20,8,1,0,0,0,0,0},"}});
+  Candidate big = hop.instantiate({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 1}, {"RASTER", 1},
+                                   {"SMALLN", 0}, {"PERSIST", 1}, {"CLUSTER", 2}, {"SMALL_WG", 1}}, p);
+  Candidate c = compose_pieces({{small, 13}, {table, 4096}, {big, std::numeric_limits<int64_t>::max()}}, *ax, p.def, "pw");
+  EXPECT_EQ(c.ld_flags, std::vector<std::string>{"-lcublasLt"});
+  RunResult r = nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", false);
+  EXPECT_TRUE(r.ok()) << r.output;
 }
 
 }  // namespace

@@ -48,6 +48,10 @@ void register_optimize(CLI::App& app) {
                   "speed-of-light (0: spend the whole budget)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_flag("--no-compose", [](int64_t) { o.compose = false; },
+                "Agents spend the whole budget (by default, on a problem with one var axis, the last candidate is a "
+                "piecewise one: the incumbent with the candidates that beat it on some values of that axis, each "
+                "serving its range)");
   cmd->add_flag("--time-compile", o.eval.time_compile,
                 "Also time the torch.compile'd reference (once per workload, when the oracle generates it): the SOL "
                 "score's baseline is then the faster of eager and compiled");
@@ -95,6 +99,9 @@ void register_optimize(CLI::App& app) {
     for (const auto& rs : r.runners)
       fmt::print("runner {} (device {}, {}): {} judged, {} restarts, busy {:.0f}% of wall time\n", rs.index, rs.device_id,
                  rs.gpu, rs.judged, rs.restarts, r.wall_s > 0 ? 100.0 * rs.busy_s / r.wall_s : 0.0);
+    for (const auto& p : r.problems)
+      if (!p.composed.empty())
+        fmt::print("{}: piecewise candidate {}: {}\n", p.problem, p.composed_won ? "(the best)" : "(not better)", p.composed);
     if (r.checks > 0) fmt::print("per-GPU checks of incumbents: {} measured now\n", r.checks);
     if (r.terminated) fmt::print("stopped early by SIGTERM: the same command resumes the campaign\n");
     set_exit_code(r.terminated ? 143 : all ? 0 : 1);

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "agents/agent.h"
+#include "families/compose.h"
 #include "families/family.h"
 #include "oracle/oracle.h"
 #include "sol/calibrate.h"
@@ -386,6 +387,9 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         spdlog::warn("{}: no speed-of-light bounds: {}", p.def.name, e.what());
       }
     }
+    // A problem with one var axis keeps its last candidate for a piecewise composition.
+    const std::optional<DispatchAxis> dax = opt.compose && opt.budget >= 4 ? dispatch_axis(p.def) : std::nullopt;
+    const int search_budget = opt.budget - (dax ? 1 : 0);
     EvalOptions eo = opt.eval;
     eo.target = opt.target;
     RunnerPool runners(p, eo, gpus);  // before the build pool, whose jobs hand builds to it
@@ -420,6 +424,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     SolStats best_sol;
     bool at_sol = false;  // the incumbent is within sol_stop of SOL: no more proposals
     int measured = 0, replayed = 0;
+    std::vector<std::pair<std::string, Scored>> passed_seen;  // every passed candidate, in observation order
 
     // The findings digest is kept here, in observation order, so that it is the same on a
     // resumed run: what the store held when this problem started (earlier problems, imports;
@@ -438,7 +443,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       ctx.families = fams;
       ctx.device = device;
       ctx.sol_us = &sol_us;
-      ctx.budget_left = opt.budget - static_cast<int>(spent.size());
+      ctx.budget_left = search_budget - static_cast<int>(spent.size());
       ctx.record_dir = opt.out / p.def.name;
       for (const auto& f : digest)
         if (opt.sharing != "none" || f.author == agents[a]->name()) ctx.digest.push_back(f);
@@ -547,7 +552,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         spdlog::warn("SIGTERM: no new candidates; finishing the {} in flight", q.size());
       }
       while (!at_sol && !g_terminate.load() && static_cast<int>(q.size()) < depth &&
-             static_cast<int>(spent.size()) < opt.budget) {
+             static_cast<int>(spent.size()) < search_budget) {
         int a = pick();
         if (a < 0) break;
         auto prop = agents[static_cast<size_t>(a)]->propose(context(static_cast<size_t>(a)));
@@ -626,6 +631,8 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       o.sol_score = ss.score;
       for (size_t a = 0; a < na; ++a)
         if (a == s.agent || opt.sharing == "full") agents[a]->observe(o);
+      if (sc.passed && std::none_of(passed_seen.begin(), passed_seen.end(), [&](const auto& e) { return e.first == s.hash; }))
+        passed_seen.emplace_back(s.hash, sc);
       if (sc.passed && (best == 0 || sc.geomean_us < best)) {
         if (best > 0)
           move_share(s.agent, 1.5, fmt::format("{} improved the incumbent from {:.3f} to {:.3f} us", s.name, best,
@@ -661,6 +668,79 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         }
       }
       progress(false);
+    }
+
+    // The last candidate: a piecewise composition of the incumbent and the candidates that beat it
+    // on some values of the var axis (judged like any other; replayed on a resumed run).
+    if (dax && !best_hash.empty() && passed_seen.size() >= 2 && !g_terminate.load()) {
+      std::map<std::string, int64_t> value_of;
+      for (const auto& w : p.workloads) value_of[w.uuid] = w.axes.at(dax->axis);
+      std::vector<AxisTimes> times;
+      size_t inc = 0;
+      for (const auto& [h, sc] : passed_seen) {
+        if (h == best_hash) inc = times.size();
+        AxisTimes t{h, {}};
+        for (size_t i = 0; i < sc.medians.size(); ++i) t.us_at[value_of.at(sc.workloads_of[i])].push_back(sc.medians[i]);
+        times.push_back(std::move(t));
+      }
+      const PiecePlan plan = plan_pieces(times, inc, opt.compose_gain, opt.compose_parts);
+      if (plan.pieces.size() >= 2 && plan.estimated_geomean_us < best * (1 - opt.compose_gain)) {
+        std::vector<Piece> pieces;
+        json parts = json::array();
+        std::string ids;
+        for (const auto& [h, hi] : plan.pieces) {
+          pieces.push_back({parse_solution_json(known.at(h).solution, "campaign store"), hi});
+          parts.push_back({{"candidate", h}, {"name", pieces.back().part.name}, {"hi", hi}});
+          ids += fmt::format("{}:{};", h, hi);
+        }
+        Candidate comp = compose_pieces(pieces, *dax, p.def, "piecewise_" + sha256_hex(ids).substr(0, 8));
+        comp.author = "engine";
+        const std::string hash = candidate_hash(comp);
+        spent.insert(hash);
+        po.composed = comp.description;
+        spdlog::info("{}: piecewise candidate {} (estimate {:.3f} us, incumbent {:.3f} us): {}", p.def.name, comp.name,
+                     plan.estimated_geomean_us, best, comp.description);
+        std::vector<Measurement> ms;
+        if (known.count(hash)) {
+          ms = primary(store->measurements_of(hash));
+          ++replayed;
+        } else {
+          auto job = std::make_shared<Job>();
+          job->order = next_order++;
+          job->candidate = comp;
+          try {
+            job->build = build_candidate(comp, sm);
+            runners.submit(job);
+            for (bool done = false; !done;)
+              for (const auto& j : runners.wait_judged()) done |= j->order == job->order;
+            CandidateRecord rec;
+            rec.hash = hash;
+            rec.problem = p.def.name;
+            rec.family = "piecewise";
+            rec.knobs = {{"axis", dax->axis}, {"pieces", parts}};
+            rec.agent = "engine";
+            rec.seq = next_seq++;
+            rec.solution = to_native_json(comp);
+            ms = record(hash, *job, rec);
+            known[hash] = rec;
+            ++measured;
+          } catch (const std::exception& e) {
+            spdlog::warn("{}: the piecewise candidate could not be judged: {}", p.def.name, e.what());
+          }
+        }
+        Scored sc = score(ms);
+        spdlog::info("{}: piecewise candidate {}: {}", p.def.name, comp.name,
+                     sc.passed ? fmt::format("{:.3f} us (incumbent {:.3f} us)", sc.geomean_us, best)
+                               : fmt::format("passed {} of {} workloads", sc.passed_workloads, sc.workloads));
+        if (sc.passed) po.composed += fmt::format(" [{:.3f} us]", sc.geomean_us);
+        if (sc.passed && sc.geomean_us < best) {
+          best = sc.geomean_us;
+          best_ref = sc.ref_geomean_us;
+          best_hash = hash;
+          best_sol = sol_stats(ms, sol_us);
+          po.composed_won = true;
+        }
+      }
     }
     progress(true);
 

@@ -42,6 +42,15 @@ struct CampaignOptions {
   // within `sol_stop` of SOL (0: never stop early).
   bool sol = true;
   double sol_stop = 0.05;
+  // Piecewise composition (families/compose.h): on a problem with one var axis and a budget of at
+  // least 4, the agents spend budget − 1 candidates and the last one is kept for a piecewise
+  // candidate: the incumbent with the candidates that beat it by at least compose_gain on some axis
+  // values (at most compose_parts distinct parts), judged when its estimate (each value's best
+  // measured time) beats the incumbent's geomean by compose_gain; it becomes the incumbent only if
+  // its own measurement does. false: the agents spend the whole budget.
+  bool compose = true;
+  double compose_gain = 0.02;
+  int compose_parts = 4;
   EvalOptions eval;
 };
 
@@ -64,6 +73,8 @@ struct ProblemOutcome {
   double best_geomean_us = 0, reference_geomean_us = 0;
   std::optional<double> best_sol_score, best_sol_ratio;  // the incumbent's (sol/problem_sol.h)
   bool stopped_at_sol = false;             // stopped drawing budget: within sol_stop of SOL
+  std::string composed;                    // the piecewise candidate judged, if any: its ranges
+  bool composed_won = false;               // it became the incumbent
   // Search cost in this run: wall clock, runner time spent judging this problem's candidates and
   // checks (GPU time; replayed candidates cost none), and compile time of uncached builds.
   double wall_s = 0, gpu_s = 0, build_s = 0;
