@@ -337,31 +337,33 @@ TEST(LibraryAgent, SeedsFirstThenComposesTheTableAndPublishesPerBucket) {
     EXPECT_EQ(p.knobs, (Knobs{{"WS_MB", 32}}));
     EXPECT_EQ(p.defines.at("LT_FALLBACK"), library::table_define({{1, 1, cfg(1)}, {256, 256, cfg(2)}}));
   }
-  // The heuristic's seeds come first: rank 0 by M (x, then y), then rank 1 (z).
+  // First the heuristic's own table: its rank-0 config at each M (x up to 64, y above).
+  EXPECT_EQ(t.props[0].defines.at("LT_TABLE"), library::table_define({{1, 64, cfg(1)}, {65, kMaxM, cfg(2)}}));
+  // Then the heuristic's seeds as single configs: rank 0 by M (x, then y), then rank 1 (z).
   auto single = [](const Proposal& p) -> std::optional<LtConfig> {
     auto rows = library::parse_table_define(p.defines.at("LT_TABLE"));
     if (!rows || rows->size() != 1 || (*rows)[0].m_lo != 1 || (*rows)[0].m_hi != kMaxM) return std::nullopt;
     return (*rows)[0].cfg;
   };
-  EXPECT_EQ(single(t.props[0]), cfg(1));
-  EXPECT_EQ(single(t.props[1]), cfg(2));
-  EXPECT_EQ(single(t.props[2]), cfg(3));
+  EXPECT_EQ(single(t.props[1]), cfg(1));
+  EXPECT_EQ(single(t.props[2]), cfg(2));
+  EXPECT_EQ(single(t.props[3]), cfg(3));
   // Then the variants of the winners, balanced over fields: a split-K config of x, then its stages
   // variant (before the second split-K one).
-  EXPECT_EQ(single(t.props[3]), cfg(1, 20, 4));
+  EXPECT_EQ(single(t.props[4]), cfg(1, 20, 4));
   LtConfig x12 = cfg(1);
   x12.stages = 12;
-  EXPECT_EQ(single(t.props[4]), x12);
-  EXPECT_EQ(single(t.props[5]), cfg(1, 20, 8));
+  EXPECT_EQ(single(t.props[5]), x12);
+  EXPECT_EQ(single(t.props[6]), cfg(1, 20, 8));
   // No proposal twice; compositions after 8 observed configs and when the budget runs out.
   std::set<std::string> tables;
   std::vector<size_t> composed;
-  for (size_t i = 0; i < t.props.size(); ++i) {
+  for (size_t i = 1; i < t.props.size(); ++i) {
     EXPECT_TRUE(tables.insert(t.props[i].defines.at("LT_TABLE")).second) << i;
     if (!single(t.props[i])) composed.push_back(i);
   }
   // Composed once 8 configs were observed; not again (the table did not change after it).
-  EXPECT_EQ(composed, (std::vector<size_t>{8}));
+  EXPECT_EQ(composed, (std::vector<size_t>{9}));
   // The composed table: split-K x for M <= 8, x to 64, y above.
   auto rows = library::parse_table_define(t.props[composed.back()].defines.at("LT_TABLE"));
   ASSERT_TRUE(rows.has_value());
@@ -386,15 +388,17 @@ TEST(LibraryAgent, SeedsFirstThenComposesTheTableAndPublishesPerBucket) {
   EXPECT_TRUE(buckets.count("9<=M<=64"));
   EXPECT_TRUE(buckets.count("M>=65"));
   bool whole_table = false;  // the composed table beat every single config
-  for (const auto& f : t.findings) whole_table |= f.claim["knobs"]["LT_TABLE"] == t.props[8].defines.at("LT_TABLE");
+  for (const auto& f : t.findings) whole_table |= f.claim["knobs"]["LT_TABLE"] == t.props[9].defines.at("LT_TABLE");
   EXPECT_TRUE(whole_table);
-  // With a budget too small for 8 configs, the table is composed when 2 candidates are left.
+  // With a budget too small for 8 configs, the table is composed when 2 candidates are left, unless
+  // it is the heuristic table already judged (x to 64, y above): then once the split-K seed changed it.
   LtRun r2(kMs, d.path / "rec2");
   auto b = library::make_library_agent(5, r2.enumerator(synth_enum(kMs)));
   Trace t2 = drive(*b, r2, 6);
   ASSERT_EQ(t2.props.size(), 6u);
-  EXPECT_FALSE(single(t2.props[4]).has_value());
-  EXPECT_TRUE(single(t2.props[5]).has_value());
+  EXPECT_EQ(single(t2.props[4]), cfg(1, 20, 4));
+  EXPECT_FALSE(single(t2.props[5]).has_value());
+  EXPECT_NE(t2.props[5].defines.at("LT_TABLE"), t2.props[0].defines.at("LT_TABLE"));
 }
 
 TEST(LibraryAgent, ReplaysFromTheRecordAndIsDeterministic) {

@@ -10,7 +10,11 @@
 //     process (the engine process needs no cuBLASLt or GPU) and records its output, failure included.
 //     Without a cuBLASLt family for the problem (host target, other op types) or without an
 //     enumeration (no GPU) it proposes nothing and says why once;
-//  2. proposes single configurations (a table of one row, M in [1, ∞)), judged on every workload:
+//  2. proposes the heuristic table first: at each workload M the config cuBLASLt's heuristic ranks
+//     first there (what a run-time heuristic query would pick, fixed in the source), rows as in 3.;
+//     the baseline every later table has to beat, and the part a piecewise candidate
+//     (families/compose.h) takes where custom kernels lose. Then single configurations (a table
+//     of one row, M in [1, ∞)), judged on every workload:
 //     first the configs of best_config findings in the digest (same family, valid here), then the
 //     heuristic's choices (rank 0 at every workload M, then rank 1, ...), then one-field variants
 //     of the configs that win some M (balanced: the winner and field whose variants were tried
@@ -22,7 +26,8 @@
 //     configs were observed since the last one, the budget is nearly spent (≤ 2 left), or it has no
 //     config left to try;
 //  4. publishes a best_config finding per row of the table (bucket "M<=16", "17<=M<=64", "M>=4097"),
-//     citing the winning config's measurements on the workloads of that row.
+//     citing the winning config's measurements on the workloads of that row, and one for the best
+//     table that passed every workload whenever it changes and beats every single config observed.
 // Proposals carry the table as generated defines (Proposal::defines: LT_TABLE, LT_FALLBACK).
 #pragma once
 #include <nlohmann/json.hpp>
