@@ -1,0 +1,256 @@
+// families/gemm_skinny_cuda/gemm_skinny.cu — fp16/bf16 C = A·Bᵀ (A [M,K], B [N,K], C [M,N],
+// row-major, fp32 accumulation) for small M, where a GEMM is a latency-bound stream of B: the
+// decode-like workloads that dominate the GEMM problems' workload lists. KernelArc prepends
+// `#define KA_<KNOB> v` lines (family.json):
+//   KA_WARPS   warps per CTA (4, 8)
+//   KA_KW      warps sharing one row of B, each over a contiguous K range (1, 2, 4, 8; <= WARPS);
+//              a CTA owns WARPS / KW rows of B, so the grid is ceil(N / (WARPS / KW)) CTAs
+//   KA_UNROLL  16-byte loads of B each lane issues before using them (1, 2, 4)
+//   KA_MAXM    the largest M the skinny kernel serves (8, 16, 32); above it a plain shared-memory
+//              tiled kernel runs: correct, not fast (a piecewise candidate takes another family
+//              there, families/compose.h)
+//
+// The skinny kernel: one launch, no workspace, no atomics. Lane l of a warp reads the warp's row
+// of B in 16-byte vectors l, l + 32, … (UNROLL of them in flight), and for each the same 8
+// elements of every row of A (small, L1/L2-resident), into M fp32 accumulators (M is bucketed to
+// 1, 2, 4, 8, 16 or 32 at compile time, rows beyond M skipped). Warp shuffles sum the lanes, shared
+// memory sums the KW warps of a row, and one thread per (row, m) writes C. Needs K % 8 == 0 and
+// 16-byte aligned A and B (the judge's buffers are); otherwise the tiled kernel runs.
+//
+// Under KA_EMULATE (bench/gemm_skinny_emu.cpp, a CTest) the source builds with g++ against the
+// attention families' CPU emulator (threads as fibers, warp shuffles as collectives), with
+// software fp16/bf16 conversions.
+#ifdef KA_EMULATE
+#include KA_EMULATE
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#endif
+#include <kernelarc/abi.h>
+
+#include <cstdint>
+#include <cstring>
+
+#if !defined(KA_WARPS) || !defined(KA_KW) || !defined(KA_UNROLL) || !defined(KA_MAXM)
+#error "gemm_skinny_cuda: KA_WARPS, KA_KW, KA_UNROLL and KA_MAXM must be defined (KernelArc does this)"
+#endif
+static_assert(KA_KW >= 1 && KA_KW <= KA_WARPS && KA_WARPS % KA_KW == 0, "KW must divide WARPS");
+static_assert(KA_MAXM == 8 || KA_MAXM == 16 || KA_MAXM == 32, "MAXM is 8, 16 or 32");
+
+namespace ka_gemm_skinny {
+namespace {
+
+constexpr int kF16 = 1, kBF16 = 2;  // element type codes of the kernels' template argument
+
+// ── conversions (raw 16-bit storage) ────────────────────────────────────────────────────────────
+#ifdef KA_EMULATE
+#define KA_DYN_SMEM(name) unsigned char* name = emu::smem_base()
+#define KA_LAUNCH(kernel, grid, block, smem, ...) emu::launch(grid, block, smem, [=] { kernel(__VA_ARGS__); })
+inline float half_bits_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  uint32_t f;
+  if (exp == 0) {
+    if (man == 0) f = sign;
+    else {  // subnormal: normalise
+      int e = -1;
+      uint32_t m = man;
+      do { m <<= 1; ++e; } while (!(m & 0x400));
+      f = sign | ((127 - 15 - e) << 23) | ((m & 0x3ff) << 13);
+    }
+  } else if (exp == 31) f = sign | 0x7f800000u | (man << 13);
+  else f = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  float out;
+  std::memcpy(&out, &f, 4);
+  return out;
+}
+inline uint16_t float_to_half_bits(float x) {  // round to nearest even; enough for the test's range
+  uint32_t f;
+  std::memcpy(&f, &x, 4);
+  const uint32_t sign = (f >> 16) & 0x8000u;
+  const int exp = static_cast<int>((f >> 23) & 0xff) - 127 + 15;
+  uint32_t man = f & 0x7fffffu;
+  if (((f >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (man ? 0x200u : 0));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    man |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (man >> 13);
+  const uint32_t rem = man & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+template <int DT>
+inline float to_f(uint16_t u) {
+  if (DT == kF16) return half_bits_to_float(u);
+  uint32_t f = static_cast<uint32_t>(u) << 16;
+  float out;
+  std::memcpy(&out, &f, 4);
+  return out;
+}
+template <int DT>
+inline uint16_t from_f(float x) {
+  if (DT == kF16) return float_to_half_bits(x);
+  uint32_t f;
+  std::memcpy(&f, &x, 4);
+  if ((f & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  f += 0x7fffu + ((f >> 16) & 1);
+  return static_cast<uint16_t>(f >> 16);
+}
+#else
+#define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
+template <int DT>
+__device__ __forceinline__ float to_f(uint16_t u) {
+  if constexpr (DT == kF16) return __half2float(__ushort_as_half(u));
+  else return __bfloat162float(__ushort_as_bfloat16(u));
+}
+template <int DT>
+__device__ __forceinline__ uint16_t from_f(float x) {
+  if constexpr (DT == kF16) return __half_as_ushort(__float2half_rn(x));
+  else return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+#endif
+
+template <int DT>
+__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = to_f<DT>(static_cast<uint16_t>(w[i] & 0xffffu));
+    f[2 * i + 1] = to_f<DT>(static_cast<uint16_t>(w[i] >> 16));
+  }
+}
+
+constexpr int kRows = KA_WARPS / KA_KW;  // rows of B per CTA
+
+// ── the skinny kernel ───────────────────────────────────────────────────────────────────────────
+template <int DT, int MB>
+__global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* A, const uint16_t* B, uint16_t* C, int M,
+                                                               int N, int K) {
+  KA_DYN_SMEM(smem);
+  float* part = reinterpret_cast<float*>(smem);  // [WARPS][MB]
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int r = warp / KA_KW, kw = warp % KA_KW;
+  const int n = static_cast<int>(blockIdx.x) * kRows + r;
+  float acc[MB];
+#pragma unroll
+  for (int m = 0; m < MB; ++m) acc[m] = 0.f;
+  if (n < N) {
+    const int nvec = K / 8;
+    const int per = (nvec + KA_KW - 1) / KA_KW;
+    const int v0 = kw * per, v1 = nvec < v0 + per ? nvec : v0 + per;
+    const uint4* brow = reinterpret_cast<const uint4*>(B + static_cast<size_t>(n) * K);
+    for (int v = v0 + lane; v < v1; v += 32 * KA_UNROLL) {
+      uint4 b[KA_UNROLL];
+#pragma unroll
+      for (int u = 0; u < KA_UNROLL; ++u) b[u] = v + 32 * u < v1 ? __ldg(brow + v + 32 * u) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int u = 0; u < KA_UNROLL; ++u) {
+        if (v + 32 * u >= v1) break;
+        float bf[8];
+        unpack8<DT>(b[u], bf);
+#pragma unroll
+        for (int m = 0; m < MB; ++m) {
+          if (m >= M) break;
+          float af[8];
+          unpack8<DT>(__ldg(reinterpret_cast<const uint4*>(A + static_cast<size_t>(m) * K) + v + 32 * u), af);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[m] += af[j] * bf[j];
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < MB; ++m)
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], off);
+  if (lane == 0)
+#pragma unroll
+    for (int m = 0; m < MB; ++m) part[warp * MB + m] = acc[m];
+  __syncthreads();
+  for (int t = static_cast<int>(threadIdx.x); t < kRows * MB; t += KA_WARPS * 32) {
+    const int rr = t / MB, m = t % MB, nn = static_cast<int>(blockIdx.x) * kRows + rr;
+    if (m >= M || nn >= N) continue;
+    float s = 0.f;
+    for (int w = 0; w < KA_KW; ++w) s += part[(rr * KA_KW + w) * MB + m];
+    C[static_cast<size_t>(m) * N + nn] = from_f<DT>(s);
+  }
+}
+
+// ── the fallback: 64×64 tiles, 16×16 threads, 4×4 outputs each, any M, N, K and alignment ──────
+constexpr int kT = 64, kTK = 16;
+template <int DT>
+__global__ void __launch_bounds__(256) tiled_kernel(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
+  KA_DYN_SMEM(smem);
+  float* As = reinterpret_cast<float*>(smem);  // [kT][kTK + 1]
+  float* Bs = As + kT * (kTK + 1);             // [kT][kTK + 1]
+  const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
+  const int m0 = static_cast<int>(blockIdx.y) * kT, n0 = static_cast<int>(blockIdx.x) * kT;
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < K; k0 += kTK) {
+    for (int i = static_cast<int>(threadIdx.x); i < kT * kTK; i += 256) {
+      const int row = i / kTK, kk = i % kTK;
+      const int am = m0 + row, bn = n0 + row, k = k0 + kk;
+      As[row * (kTK + 1) + kk] = am < M && k < K ? to_f<DT>(A[static_cast<size_t>(am) * K + k]) : 0.f;
+      Bs[row * (kTK + 1) + kk] = bn < N && k < K ? to_f<DT>(B[static_cast<size_t>(bn) * K + k]) : 0.f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < kTK; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += As[(ty + 16 * i) * (kTK + 1) + kk] * Bs[(tx + 16 * j) * (kTK + 1) + kk];
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
+      if (m < M && n < N) C[static_cast<size_t>(m) * N + n] = from_f<DT>(acc[i][j]);
+    }
+}
+
+template <int DT, int MB>
+void launch_skinny(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
+  const unsigned grid = static_cast<unsigned>((N + kRows - 1) / kRows);
+  auto* kernel = skinny_kernel<DT, MB>;  // (a template-id with a comma is not one macro argument)
+  KA_LAUNCH(kernel, dim3(grid), dim3(KA_WARPS * 32), sizeof(float) * KA_WARPS * MB, A, B, C, M, N, K);
+}
+
+template <int DT>
+void gemm(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
+  const bool aligned = reinterpret_cast<uintptr_t>(A) % 16 == 0 && reinterpret_cast<uintptr_t>(B) % 16 == 0 && K % 8 == 0;
+  if (aligned && M <= KA_MAXM) {
+    if (M <= 1) return launch_skinny<DT, 1>(A, B, C, M, N, K);
+    if (M <= 2) return launch_skinny<DT, 2>(A, B, C, M, N, K);
+    if (M <= 4) return launch_skinny<DT, 4>(A, B, C, M, N, K);
+    if (M <= 8) return launch_skinny<DT, 8>(A, B, C, M, N, K);
+    if constexpr (KA_MAXM >= 16)
+      if (M <= 16) return launch_skinny<DT, 16>(A, B, C, M, N, K);
+    if constexpr (KA_MAXM >= 32) return launch_skinny<DT, 32>(A, B, C, M, N, K);
+  }
+  const dim3 grid(static_cast<unsigned>((N + kT - 1) / kT), static_cast<unsigned>((M + kT - 1) / kT));
+  auto* kernel = tiled_kernel<DT>;
+  KA_LAUNCH(kernel, grid, dim3(256), sizeof(float) * 2 * kT * (kTK + 1), A, B, C, M, N, K);
+}
+
+}  // namespace
+}  // namespace ka_gemm_skinny
+
+void run(const ka::TensorArg& A, const ka::TensorArg& B, const ka::TensorArg& C) {
+  using namespace ka_gemm_skinny;
+  const int64_t M = A.size(0), K = A.size(1), N = B.size(0);
+  if (M <= 0 || N <= 0) return;
+  const auto* a = A.ptr<const uint16_t>();
+  const auto* b = B.ptr<const uint16_t>();
+  auto* c = C.ptr<uint16_t>();
+  if (A.dtype == ka::kBFloat16) gemm<kBF16>(a, b, c, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K));
+  else gemm<kF16>(a, b, c, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K));
+}
