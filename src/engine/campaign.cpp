@@ -389,7 +389,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     }
     // A problem with one var axis keeps its last candidate for a piecewise composition.
     const std::optional<DispatchAxis> dax = opt.compose && opt.budget >= 4 ? dispatch_axis(p.def) : std::nullopt;
-    const int search_budget = opt.budget - (dax ? 1 : 0);
+    int search_budget = opt.budget - (dax ? 1 : 0);  // the whole budget again if nothing is composed
     EvalOptions eo = opt.eval;
     eo.target = opt.target;
     RunnerPool runners(p, eo, gpus);  // before the build pool, whose jobs hand builds to it
@@ -545,202 +545,210 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       ++measured;
     };
 
-    for (;;) {
-      // Fill the pipeline: proposal i waits only for the observations of candidates ≤ i − depth.
-      if (g_terminate.load() && !out.terminated) {
-        out.terminated = true;
-        spdlog::warn("SIGTERM: no new candidates; finishing the {} in flight", q.size());
-      }
-      while (!at_sol && !g_terminate.load() && static_cast<int>(q.size()) < depth &&
-             static_cast<int>(spent.size()) < search_budget) {
-        int a = pick();
-        if (a < 0) break;
-        auto prop = agents[static_cast<size_t>(a)]->propose(context(static_cast<size_t>(a)));
-        if (!prop) {
-          active[static_cast<size_t>(a)] = false;
-          move_share(static_cast<size_t>(a), 0.0, "has nothing left to propose");
-          continue;
+    // The search, then the piecewise candidate; when none is judged (nothing to compose, or no gain
+    // expected), the candidate kept for it goes back to the agents in a second round.
+    for (bool compose_round = true;; compose_round = false) {
+      for (;;) {
+        // Fill the pipeline: proposal i waits only for the observations of candidates ≤ i − depth.
+        if (g_terminate.load() && !out.terminated) {
+          out.terminated = true;
+          spdlog::warn("SIGTERM: no new candidates; finishing the {} in flight", q.size());
         }
-        auto fit = by_name.find(prop->family);
-        if (fit == by_name.end()) {
-          active[static_cast<size_t>(a)] = false;
-          move_share(static_cast<size_t>(a), 0.0, fmt::format("proposed unknown family '{}'", prop->family));
-          continue;
-        }
-        Slot s;
-        s.agent = static_cast<size_t>(a);
-        s.proposal = *prop;
-        Candidate c = fit->second->instantiate(prop->knobs, p, prop->defines);
-        c.definition = p.def.name;
-        c.author = agents[s.agent]->name();
-        s.name = c.name;
-        s.hash = candidate_hash(c);
-        ++used[s.agent];
-        bool in_flight = false;
-        for (const auto& o : q) in_flight |= o.hash == s.hash;
-        if (known.count(s.hash) || in_flight) {
-          s.replay = true;
-        } else {
-          s.seq = next_seq++;
-          s.job = std::make_shared<Job>();
-          s.job->order = next_order++;
-          s.job->candidate = std::move(c);
-        }
-        if (!spent.count(s.hash)) spent.insert(s.hash);
-        q.push_back(std::move(s));
-        if (auto job = q.back().job) {
-          judging[job->order] = &q.back();  // deque: push_back and pop_front keep references valid
-          pool.submit([job, sm, &runners] {
-            try {
-              job->build = build_candidate(job->candidate, sm);
-              runners.submit(job);
-            } catch (const UserError& e) {
-              runners.fail(e.what(), true);
-            } catch (const std::exception& e) {
-              runners.fail(fmt::format("building {}: {}", job->candidate.name, e.what()), false);
-            }
-          });
-        }
-      }
-      if (q.empty()) break;
-      // Record results as they arrive (any order); observe only the front of the pipeline.
-      while (!q.front().replay && !q.front().recorded)
-        for (const auto& job : runners.wait_judged()) record_search(*job);
-      Slot s = std::move(q.front());
-      q.pop_front();
-      std::vector<Measurement> ms;
-      replaying = s.replay;
-      if (s.replay) {
-        ms = primary(store->measurements_of(s.hash));
-        ++replayed;
-      } else {
-        ms = std::move(s.ms);
-      }
-      Scored sc = score(ms);
-      SolStats ss = sol_stats(ms, sol_us);
-      Observation o;
-      o.problem = p.def.name;
-      o.proposal = s.proposal;
-      o.passed = sc.passed;
-      o.score_us = sc.geomean_us;
-      o.measurement_ids = sc.ids;
-      o.median_us = sc.medians;
-      o.workloads = sc.workloads_of;
-      o.verdicts = sc.verdicts;
-      o.author = agents[s.agent]->name();
-      o.sol_score = ss.score;
-      for (size_t a = 0; a < na; ++a)
-        if (a == s.agent || opt.sharing == "full") agents[a]->observe(o);
-      if (sc.passed && std::none_of(passed_seen.begin(), passed_seen.end(), [&](const auto& e) { return e.first == s.hash; }))
-        passed_seen.emplace_back(s.hash, sc);
-      if (sc.passed && (best == 0 || sc.geomean_us < best)) {
-        if (best > 0)
-          move_share(s.agent, 1.5, fmt::format("{} improved the incumbent from {:.3f} to {:.3f} us", s.name, best,
-                                               sc.geomean_us));
-        best = sc.geomean_us;
-        best_ref = sc.ref_geomean_us;
-        best_hash = s.hash;
-        best_sol = ss;
-        if (opt.sol_stop > 0 && ss.ratio && *ss.ratio <= 1 + opt.sol_stop && !at_sol) {
-          at_sol = true;
-          if (!replaying)
-            store->record_budget_move({"engine", 1.0, 0.0,
-                                       fmt::format("{}: incumbent {} at {:.3f}x speed-of-light (stop at {:.3f}x): the "
-                                                   "problem stops drawing budget",
-                                                   p.def.name, s.name, *ss.ratio, 1 + opt.sol_stop)});
-          spdlog::info("{}: incumbent at {:.3f}x speed-of-light; no further candidates", p.def.name, *ss.ratio);
-        }
-      }
-      for (auto& f : agents[s.agent]->conclude(context(s.agent))) {
-        f.author = agents[s.agent]->name();
-        if (f.op_type.empty()) f.op_type = p.def.op_type;
-        if (f.device.empty()) f.device = device;
-        auto prior = std::find_if(stored_here.begin(), stored_here.end(), [&](const Finding& g) { return same(f, g); });
-        if (prior != stored_here.end()) {
-          digest.push_back(*prior);
-          continue;
-        }
-        try {
-          f.id = agent_store[s.agent]->publish(f);
-          digest.push_back(f);
-        } catch (const StoreError& e) {
-          spdlog::debug("finding by {} refused: {}", f.author, e.what());
-        }
-      }
-      progress(false);
-    }
-
-    // The last candidate: a piecewise composition of the incumbent and the candidates that beat it
-    // on some values of the var axis (judged like any other; replayed on a resumed run).
-    if (dax && !best_hash.empty() && passed_seen.size() >= 2 && !g_terminate.load()) {
-      std::map<std::string, int64_t> value_of;
-      for (const auto& w : p.workloads) value_of[w.uuid] = w.axes.at(dax->axis);
-      std::vector<AxisTimes> times;
-      size_t inc = 0;
-      for (const auto& [h, sc] : passed_seen) {
-        if (h == best_hash) inc = times.size();
-        AxisTimes t{h, {}};
-        for (size_t i = 0; i < sc.medians.size(); ++i) t.us_at[value_of.at(sc.workloads_of[i])].push_back(sc.medians[i]);
-        times.push_back(std::move(t));
-      }
-      const PiecePlan plan = plan_pieces(times, inc, opt.compose_gain, opt.compose_parts);
-      if (plan.pieces.size() >= 2 && plan.estimated_geomean_us < best * (1 - opt.compose_gain)) {
-        std::vector<Piece> pieces;
-        json parts = json::array();
-        std::string ids;
-        for (const auto& [h, hi] : plan.pieces) {
-          pieces.push_back({parse_solution_json(known.at(h).solution, "campaign store"), hi});
-          parts.push_back({{"candidate", h}, {"name", pieces.back().part.name}, {"hi", hi}});
-          ids += fmt::format("{}:{};", h, hi);
-        }
-        Candidate comp = compose_pieces(pieces, *dax, p.def, "piecewise_" + sha256_hex(ids).substr(0, 8));
-        comp.author = "engine";
-        const std::string hash = candidate_hash(comp);
-        spent.insert(hash);
-        po.composed = comp.description;
-        spdlog::info("{}: piecewise candidate {} (estimate {:.3f} us, incumbent {:.3f} us): {}", p.def.name, comp.name,
-                     plan.estimated_geomean_us, best, comp.description);
-        std::vector<Measurement> ms;
-        if (known.count(hash)) {
-          ms = primary(store->measurements_of(hash));
-          ++replayed;
-        } else {
-          auto job = std::make_shared<Job>();
-          job->order = next_order++;
-          job->candidate = comp;
-          try {
-            job->build = build_candidate(comp, sm);
-            runners.submit(job);
-            for (bool done = false; !done;)
-              for (const auto& j : runners.wait_judged()) done |= j->order == job->order;
-            CandidateRecord rec;
-            rec.hash = hash;
-            rec.problem = p.def.name;
-            rec.family = "piecewise";
-            rec.knobs = {{"axis", dax->axis}, {"pieces", parts}};
-            rec.agent = "engine";
-            rec.seq = next_seq++;
-            rec.solution = to_native_json(comp);
-            ms = record(hash, *job, rec);
-            known[hash] = rec;
-            ++measured;
-          } catch (const std::exception& e) {
-            spdlog::warn("{}: the piecewise candidate could not be judged: {}", p.def.name, e.what());
+        while (!at_sol && !g_terminate.load() && static_cast<int>(q.size()) < depth &&
+               static_cast<int>(spent.size()) < search_budget) {
+          int a = pick();
+          if (a < 0) break;
+          auto prop = agents[static_cast<size_t>(a)]->propose(context(static_cast<size_t>(a)));
+          if (!prop) {
+            active[static_cast<size_t>(a)] = false;
+            move_share(static_cast<size_t>(a), 0.0, "has nothing left to propose");
+            continue;
+          }
+          auto fit = by_name.find(prop->family);
+          if (fit == by_name.end()) {
+            active[static_cast<size_t>(a)] = false;
+            move_share(static_cast<size_t>(a), 0.0, fmt::format("proposed unknown family '{}'", prop->family));
+            continue;
+          }
+          Slot s;
+          s.agent = static_cast<size_t>(a);
+          s.proposal = *prop;
+          Candidate c = fit->second->instantiate(prop->knobs, p, prop->defines);
+          c.definition = p.def.name;
+          c.author = agents[s.agent]->name();
+          s.name = c.name;
+          s.hash = candidate_hash(c);
+          ++used[s.agent];
+          bool in_flight = false;
+          for (const auto& o : q) in_flight |= o.hash == s.hash;
+          if (known.count(s.hash) || in_flight) {
+            s.replay = true;
+          } else {
+            s.seq = next_seq++;
+            s.job = std::make_shared<Job>();
+            s.job->order = next_order++;
+            s.job->candidate = std::move(c);
+          }
+          if (!spent.count(s.hash)) spent.insert(s.hash);
+          q.push_back(std::move(s));
+          if (auto job = q.back().job) {
+            judging[job->order] = &q.back();  // deque: push_back and pop_front keep references valid
+            pool.submit([job, sm, &runners] {
+              try {
+                job->build = build_candidate(job->candidate, sm);
+                runners.submit(job);
+              } catch (const UserError& e) {
+                runners.fail(e.what(), true);
+              } catch (const std::exception& e) {
+                runners.fail(fmt::format("building {}: {}", job->candidate.name, e.what()), false);
+              }
+            });
           }
         }
+        if (q.empty()) break;
+        // Record results as they arrive (any order); observe only the front of the pipeline.
+        while (!q.front().replay && !q.front().recorded)
+          for (const auto& job : runners.wait_judged()) record_search(*job);
+        Slot s = std::move(q.front());
+        q.pop_front();
+        std::vector<Measurement> ms;
+        replaying = s.replay;
+        if (s.replay) {
+          ms = primary(store->measurements_of(s.hash));
+          ++replayed;
+        } else {
+          ms = std::move(s.ms);
+        }
         Scored sc = score(ms);
-        spdlog::info("{}: piecewise candidate {}: {}", p.def.name, comp.name,
-                     sc.passed ? fmt::format("{:.3f} us (incumbent {:.3f} us)", sc.geomean_us, best)
-                               : fmt::format("passed {} of {} workloads", sc.passed_workloads, sc.workloads));
-        if (sc.passed) po.composed += fmt::format(" [{:.3f} us]", sc.geomean_us);
-        if (sc.passed && sc.geomean_us < best) {
+        SolStats ss = sol_stats(ms, sol_us);
+        Observation o;
+        o.problem = p.def.name;
+        o.proposal = s.proposal;
+        o.passed = sc.passed;
+        o.score_us = sc.geomean_us;
+        o.measurement_ids = sc.ids;
+        o.median_us = sc.medians;
+        o.workloads = sc.workloads_of;
+        o.verdicts = sc.verdicts;
+        o.author = agents[s.agent]->name();
+        o.sol_score = ss.score;
+        for (size_t a = 0; a < na; ++a)
+          if (a == s.agent || opt.sharing == "full") agents[a]->observe(o);
+        if (sc.passed && std::none_of(passed_seen.begin(), passed_seen.end(), [&](const auto& e) { return e.first == s.hash; }))
+          passed_seen.emplace_back(s.hash, sc);
+        if (sc.passed && (best == 0 || sc.geomean_us < best)) {
+          if (best > 0)
+            move_share(s.agent, 1.5, fmt::format("{} improved the incumbent from {:.3f} to {:.3f} us", s.name, best,
+                                                 sc.geomean_us));
           best = sc.geomean_us;
           best_ref = sc.ref_geomean_us;
-          best_hash = hash;
-          best_sol = sol_stats(ms, sol_us);
-          po.composed_won = true;
+          best_hash = s.hash;
+          best_sol = ss;
+          if (opt.sol_stop > 0 && ss.ratio && *ss.ratio <= 1 + opt.sol_stop && !at_sol) {
+            at_sol = true;
+            if (!replaying)
+              store->record_budget_move({"engine", 1.0, 0.0,
+                                         fmt::format("{}: incumbent {} at {:.3f}x speed-of-light (stop at {:.3f}x): the "
+                                                     "problem stops drawing budget",
+                                                     p.def.name, s.name, *ss.ratio, 1 + opt.sol_stop)});
+            spdlog::info("{}: incumbent at {:.3f}x speed-of-light; no further candidates", p.def.name, *ss.ratio);
+          }
+        }
+        for (auto& f : agents[s.agent]->conclude(context(s.agent))) {
+          f.author = agents[s.agent]->name();
+          if (f.op_type.empty()) f.op_type = p.def.op_type;
+          if (f.device.empty()) f.device = device;
+          auto prior = std::find_if(stored_here.begin(), stored_here.end(), [&](const Finding& g) { return same(f, g); });
+          if (prior != stored_here.end()) {
+            digest.push_back(*prior);
+            continue;
+          }
+          try {
+            f.id = agent_store[s.agent]->publish(f);
+            digest.push_back(f);
+          } catch (const StoreError& e) {
+            spdlog::debug("finding by {} refused: {}", f.author, e.what());
+          }
+        }
+        progress(false);
+      }
+
+      // The last candidate: a piecewise composition of the incumbent and the candidates that beat it
+      // on some values of the var axis (judged like any other; replayed on a resumed run).
+      bool composed_now = false;
+      if (compose_round && dax && !best_hash.empty() && passed_seen.size() >= 2 && !g_terminate.load()) {
+        std::map<std::string, int64_t> value_of;
+        for (const auto& w : p.workloads) value_of[w.uuid] = w.axes.at(dax->axis);
+        std::vector<AxisTimes> times;
+        size_t inc = 0;
+        for (const auto& [h, sc] : passed_seen) {
+          if (h == best_hash) inc = times.size();
+          AxisTimes t{h, {}};
+          for (size_t i = 0; i < sc.medians.size(); ++i) t.us_at[value_of.at(sc.workloads_of[i])].push_back(sc.medians[i]);
+          times.push_back(std::move(t));
+        }
+        const PiecePlan plan = plan_pieces(times, inc, opt.compose_gain, opt.compose_parts);
+        if (plan.pieces.size() >= 2 && plan.estimated_geomean_us < best * (1 - opt.compose_gain)) {
+          std::vector<Piece> pieces;
+          json parts = json::array();
+          std::string ids;
+          for (const auto& [h, hi] : plan.pieces) {
+            pieces.push_back({parse_solution_json(known.at(h).solution, "campaign store"), hi});
+            parts.push_back({{"candidate", h}, {"name", pieces.back().part.name}, {"hi", hi}});
+            ids += fmt::format("{}:{};", h, hi);
+          }
+          Candidate comp = compose_pieces(pieces, *dax, p.def, "piecewise_" + sha256_hex(ids).substr(0, 8));
+          comp.author = "engine";
+          const std::string hash = candidate_hash(comp);
+          spent.insert(hash);
+          composed_now = true;
+          po.composed = comp.description;
+          spdlog::info("{}: piecewise candidate {} (estimate {:.3f} us, incumbent {:.3f} us): {}", p.def.name, comp.name,
+                       plan.estimated_geomean_us, best, comp.description);
+          std::vector<Measurement> ms;
+          if (known.count(hash)) {
+            ms = primary(store->measurements_of(hash));
+            ++replayed;
+          } else {
+            auto job = std::make_shared<Job>();
+            job->order = next_order++;
+            job->candidate = comp;
+            try {
+              job->build = build_candidate(comp, sm);
+              runners.submit(job);
+              for (bool done = false; !done;)
+                for (const auto& j : runners.wait_judged()) done |= j->order == job->order;
+              CandidateRecord rec;
+              rec.hash = hash;
+              rec.problem = p.def.name;
+              rec.family = "piecewise";
+              rec.knobs = {{"axis", dax->axis}, {"pieces", parts}};
+              rec.agent = "engine";
+              rec.seq = next_seq++;
+              rec.solution = to_native_json(comp);
+              ms = record(hash, *job, rec);
+              known[hash] = rec;
+              ++measured;
+            } catch (const std::exception& e) {
+              spdlog::warn("{}: the piecewise candidate could not be judged: {}", p.def.name, e.what());
+            }
+          }
+          Scored sc = score(ms);
+          spdlog::info("{}: piecewise candidate {}: {}", p.def.name, comp.name,
+                       sc.passed ? fmt::format("{:.3f} us (incumbent {:.3f} us)", sc.geomean_us, best)
+                                 : fmt::format("passed {} of {} workloads", sc.passed_workloads, sc.workloads));
+          if (sc.passed) po.composed += fmt::format(" [{:.3f} us]", sc.geomean_us);
+          if (sc.passed && sc.geomean_us < best) {
+            best = sc.geomean_us;
+            best_ref = sc.ref_geomean_us;
+            best_hash = hash;
+            best_sol = sol_stats(ms, sol_us);
+            po.composed_won = true;
+          }
         }
       }
+      if (!compose_round || composed_now || search_budget >= opt.budget || g_terminate.load() || at_sol) break;
+      search_budget = opt.budget;
     }
     progress(true);
 

@@ -47,7 +47,8 @@ struct CampaignOptions {
   // candidate: the incumbent with the candidates that beat it by at least compose_gain on some axis
   // values (at most compose_parts distinct parts), judged when its estimate (each value's best
   // measured time) beats the incumbent's geomean by compose_gain; it becomes the incumbent only if
-  // its own measurement does. false: the agents spend the whole budget.
+  // its own measurement does. When none is judged, the kept candidate goes back to the agents.
+  // false: the agents spend the whole budget.
   bool compose = true;
   double compose_gain = 0.02;
   int compose_parts = 4;
