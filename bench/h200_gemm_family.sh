@@ -2,7 +2,7 @@
 # GPU check of the kernel family families/gemm_hopper_cuda (TMA + WGMMA fp16/bf16 GEMM, C = A·Bᵀ), on
 # the H200 from the repo root after scripts/device-pack.sh (carry .dev and .data):
 #   1. builds bench/gemm_family_selftest.cu (links cuBLAS) and a representative set of knob points
-#      (and four points of families/gemm_skinny_cuda, the small-M family, self-tested to M = 200),
+#      (and six points of families/gemm_skinny_cuda, the small-M family, self-tested to M = 200),
 #      each exactly as the judge builds a candidate (the family source with `#define KA_<KNOB> v`
 #      lines prepended, the KA_ENTRY trampoline, the judge's nvcc flags for sm_90a), plus one point
 #      built as compute_80 PTX (JIT-compiled on the H200, so the pre-Hopper mma.sync path runs);
@@ -180,14 +180,17 @@ declare -A PT=(
   [p17_pc2_bn128_s5_r1]="BM=128 BN=128 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=2"
   [p18_p1_bm64_bn256_s5_r1]="BM=64 BN=256 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
 )
-# Small-M points of families/gemm_skinny_cuda (one launch of CUDA-core dot products; M above MAXM
-# runs its slow tiled fallback, so their self-test stops at M = 200): one row of B per CTA with K
-# split over 8 warps (N = 128: 128 CTAs), two rows per CTA, and one warp per row.
+# Small-M points of families/gemm_skinny_cuda (one launch of CUDA-core dot products; large M re-reads
+# B per MAXM rows of A, so their self-test stops at M = 200). s01/s02 were the fastest at M = 1
+# (2026-12-04: 1.10-1.62x cuBLAS) and slow from M = 7 (A reloaded per row of B); the RW = 2 and 4
+# variants reuse each load of A across that many rows of B.
 declare -A SK=(
-  [s01_w8_kw8_u1_m16]="WARPS=8 KW=8 UNROLL=1 MAXM=16"
-  [s02_w8_kw4_u2_m32]="WARPS=8 KW=4 UNROLL=2 MAXM=32"
-  [s03_w8_kw1_u4_m16]="WARPS=8 KW=1 UNROLL=4 MAXM=16"
-  [s04_w4_kw2_u4_m8]="WARPS=4 KW=2 UNROLL=4 MAXM=8"
+  [s01_w8_kw8_u1_m16]="WARPS=8 KW=8 UNROLL=1 MAXM=16 RW=1"
+  [s02_w8_kw4_u2_m32]="WARPS=8 KW=4 UNROLL=2 MAXM=32 RW=1"
+  [s05_w8_kw8_u1_m16_rw4]="WARPS=8 KW=8 UNROLL=1 MAXM=16 RW=4"
+  [s06_w8_kw4_u2_m16_rw4]="WARPS=8 KW=4 UNROLL=2 MAXM=16 RW=4"
+  [s07_w8_kw2_u2_m32_rw2]="WARPS=8 KW=2 UNROLL=2 MAXM=32 RW=2"
+  [s08_w4_kw1_u2_m16_rw4]="WARPS=4 KW=1 UNROLL=2 MAXM=16 RW=4"
 )
 # Points without the PERSIST / CLUSTER / SMALL_WG knobs get PERSIST=0 CLUSTER=1 (the
 # non-persistent kernel) and SMALL_WG=1 (one warpgroup on the small-M path).

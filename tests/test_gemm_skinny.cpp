@@ -45,8 +45,8 @@ const Family& skinny() {
 TEST(GemmSkinny, SpaceOnGemmProblems) {
   Problem p = gemm(128, 2048);
   EXPECT_TRUE(skinny().applies_to(p));
-  // 2 x 4 x 3 x 3 points, less KW = 8 with WARPS = 4.
-  EXPECT_EQ(skinny().space(p).size(), 63u);
+  // (WARPS, KW) 7 pairs x (UNROLL, MAXM, RW) 22 triples with MAXM * RW <= 64 and UNROLL * RW <= 8.
+  EXPECT_EQ(skinny().space(p).size(), 154u);
   EXPECT_TRUE(skinny().space(gemm(128, 2052)).empty());  // K % 8 != 0
 }
 
@@ -104,9 +104,9 @@ TEST(GemmSkinny, EmulatedPointsComputeTheProduct) {
   const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
   ASSERT_TRUE(fs::exists(emu));
   Problem p = gemm(64, 264);
-  const std::vector<Knobs> points{{{"WARPS", 8}, {"KW", 8}, {"UNROLL", 1}, {"MAXM", 8}},
-                                  {{"WARPS", 4}, {"KW", 1}, {"UNROLL", 4}, {"MAXM", 32}},
-                                  {{"WARPS", 8}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 16}}};
+  const std::vector<Knobs> points{{{"WARPS", 8}, {"KW", 8}, {"UNROLL", 1}, {"MAXM", 8}, {"RW", 1}},
+                                  {{"WARPS", 4}, {"KW", 1}, {"UNROLL", 4}, {"MAXM", 32}, {"RW", 2}},
+                                  {{"WARPS", 8}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}}};
   fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-skinny-").string());
   for (const auto& k : points) {
     Candidate c = skinny().instantiate(k, p);
@@ -127,7 +127,7 @@ TEST(GemmSkinny, CompilesWithNvccForSm90a) {
   const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   Problem p = gemm(128, 2048);
-  Candidate c = skinny().instantiate({{"WARPS", 8}, {"KW", 4}, {"UNROLL", 4}, {"MAXM", 32}}, p);
+  Candidate c = skinny().instantiate({{"WARPS", 8}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}}, p);
   fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-skinny-nvcc-").string());
   write_atomic(dir / c.entry_file, c.sources[0].content);
   write_atomic(dir / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");

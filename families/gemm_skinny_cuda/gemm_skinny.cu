@@ -4,14 +4,16 @@
 // `#define KA_<KNOB> v` lines (family.json):
 //   KA_WARPS   warps per CTA (4, 8)
 //   KA_KW      warps sharing one row of B, each over a contiguous K range (1, 2, 4, 8; <= WARPS);
-//              a CTA owns WARPS / KW rows of B, so the grid is ceil(N / (WARPS / KW)) CTAs
-//   KA_UNROLL  16-byte loads of B each lane issues before using them (1, 2, 4)
+//              a CTA owns WARPS / KW · RW rows of B, so the grid is ceil(N / (WARPS / KW · RW)) CTAs
+//   KA_UNROLL  16-byte loads of B each lane issues before using them, per row (1, 2, 4)
+//   KA_RW      rows of B per warp (1, 2, 4): each 16-byte load of A serves RW rows, so the L1
+//              traffic for A falls by RW (at M = 7 and up it, not B, bounds the RW = 1 kernel)
 //   KA_MAXM    the most rows of A one CTA serves (8, 16, 32); a larger M takes ceil(M / MAXM)
 //              CTAs along gridDim.y, each reading B again (mostly from L2): correct, not fast (a
 //              piecewise candidate takes another family there, families/compose.h)
 //
-// The skinny kernel: one launch, no workspace, no atomics. Lane l of a warp reads the warp's row
-// of B in 16-byte vectors l, l + 32, … (UNROLL of them in flight), and for each the same 8
+// The skinny kernel: one launch, no workspace, no atomics. Lane l of a warp reads the warp's RW
+// rows of B in 16-byte vectors l, l + 32, … (UNROLL · RW of them in flight), and for each the same 8
 // elements of every row of A (small, L1/L2-resident), into M fp32 accumulators (M is bucketed to
 // 1, 2, 4, 8, 16 or 32 at compile time, rows beyond M skipped). Warp shuffles sum the lanes, shared
 // memory sums the KW warps of a row, and one thread per (row, m) writes C. Needs K % 8 == 0 and
@@ -35,6 +37,9 @@
 
 #if !defined(KA_WARPS) || !defined(KA_KW) || !defined(KA_UNROLL) || !defined(KA_MAXM)
 #error "gemm_skinny_cuda: KA_WARPS, KA_KW, KA_UNROLL and KA_MAXM must be defined (KernelArc does this)"
+#endif
+#ifndef KA_RW
+#define KA_RW 1
 #endif
 static_assert(KA_KW >= 1 && KA_KW <= KA_WARPS && KA_WARPS % KA_KW == 0, "KW must divide WARPS");
 static_assert(KA_MAXM == 8 || KA_MAXM == 16 || KA_MAXM == 32, "MAXM is 8, 16 or 32");
@@ -128,46 +133,56 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
   }
 }
 
-constexpr int kRows = KA_WARPS / KA_KW;  // rows of B per CTA
+constexpr int kGroups = KA_WARPS / KA_KW;  // row groups per CTA (KW warps each)
+constexpr int kRows = kGroups * KA_RW;     // rows of B per CTA
 
 // ── the skinny kernel ───────────────────────────────────────────────────────────────────────────
 template <int DT, int MB>
 __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
                                                                uint16_t* __restrict__ C, int M, int N, int K) {
   KA_DYN_SMEM(smem);
-  float* part = reinterpret_cast<float*>(smem);  // [WARPS][MB]
+  float* part = reinterpret_cast<float*>(smem);  // [WARPS][MB][RW]
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int r = warp / KA_KW, kw = warp % KA_KW;
-  const int n = static_cast<int>(blockIdx.x) * kRows + r;
+  const int g = warp / KA_KW, kw = warp % KA_KW;
+  const int n0 = (static_cast<int>(blockIdx.x) * kGroups + g) * KA_RW;  // the warp's first row of B
   // Rows of A beyond MB: blockIdx.y takes the next MB of them (B is read again, mostly from L2).
   const int m0 = static_cast<int>(blockIdx.y) * MB;
   A += static_cast<size_t>(m0) * K;
   C += static_cast<size_t>(m0) * N;
   M = M - m0 < MB ? M - m0 : MB;
-  float acc[MB];
+  float acc[MB][KA_RW];
 #pragma unroll
-  for (int m = 0; m < MB; ++m) acc[m] = 0.f;
-  if (n < N) {
+  for (int m = 0; m < MB; ++m)
+#pragma unroll
+    for (int rr = 0; rr < KA_RW; ++rr) acc[m][rr] = 0.f;
+  if (n0 < N) {
     const int nvec = K / 8;
     const int per = (nvec + KA_KW - 1) / KA_KW;
     const int v0 = kw * per, v1 = nvec < v0 + per ? nvec : v0 + per;
-    const uint4* brow = reinterpret_cast<const uint4*>(B + static_cast<size_t>(n) * K);
+    const uint4* b0 = reinterpret_cast<const uint4*>(B) + static_cast<size_t>(n0) * nvec;
     for (int v = v0 + lane; v < v1; v += 32 * KA_UNROLL) {
-      uint4 b[KA_UNROLL];
+      uint4 b[KA_UNROLL][KA_RW];  // rows past N and vectors past the range read as zeros
 #pragma unroll
-      for (int u = 0; u < KA_UNROLL; ++u) b[u] = v + 32 * u < v1 ? __ldg(brow + v + 32 * u) : make_uint4(0, 0, 0, 0);
+      for (int u = 0; u < KA_UNROLL; ++u)
+#pragma unroll
+        for (int rr = 0; rr < KA_RW; ++rr)
+          b[u][rr] = v + 32 * u < v1 && n0 + rr < N ? __ldg(b0 + static_cast<size_t>(rr) * nvec + v + 32 * u)
+                                                    : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int u = 0; u < KA_UNROLL; ++u) {
-        float bf[8];
-        unpack8<DT>(b[u], bf);  // zeros past the range: the products below add nothing
+        float bf[KA_RW][8];
+#pragma unroll
+        for (int rr = 0; rr < KA_RW; ++rr) unpack8<DT>(b[u][rr], bf[rr]);
         const uint4* arow = reinterpret_cast<const uint4*>(A) + (v + 32 * u < v1 ? v + 32 * u : v);
 #pragma unroll
         for (int m = 0; m < MB; ++m) {
-          if (m < M) {
+          if (m < M) {  // one load of A serves the warp's RW rows of B
             float af[8];
-            unpack8<DT>(__ldg(arow + static_cast<size_t>(m) * (K / 8)), af);
+            unpack8<DT>(__ldg(arow + static_cast<size_t>(m) * nvec), af);
 #pragma unroll
-            for (int j = 0; j < 8; ++j) acc[m] += af[j] * bf[j];
+            for (int rr = 0; rr < KA_RW; ++rr)
+#pragma unroll
+              for (int j = 0; j < 8; ++j) acc[m][rr] += af[j] * bf[rr][j];
           }
         }
       }
@@ -176,17 +191,22 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 #pragma unroll
   for (int m = 0; m < MB; ++m)
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], off);
+    for (int rr = 0; rr < KA_RW; ++rr)
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) acc[m][rr] += __shfl_xor_sync(0xffffffffu, acc[m][rr], off);
   if (lane == 0)
 #pragma unroll
-    for (int m = 0; m < MB; ++m) part[warp * MB + m] = acc[m];
+    for (int m = 0; m < MB; ++m)
+#pragma unroll
+      for (int rr = 0; rr < KA_RW; ++rr) part[(warp * MB + m) * KA_RW + rr] = acc[m][rr];
   __syncthreads();
   for (int t = static_cast<int>(threadIdx.x); t < kRows * MB; t += KA_WARPS * 32) {
-    const int rr = t / MB, m = t % MB, nn = static_cast<int>(blockIdx.x) * kRows + rr;
+    const int gg = t / (KA_RW * MB), rr = (t / MB) % KA_RW, m = t % MB;
+    const int nn = (static_cast<int>(blockIdx.x) * kGroups + gg) * KA_RW + rr;
     if (m >= M || nn >= N) continue;
-    float s = 0.f;
-    for (int w = 0; w < KA_KW; ++w) s += part[(rr * KA_KW + w) * MB + m];
-    C[static_cast<size_t>(m) * N + nn] = from_f<DT>(s);
+    float sum = 0.f;
+    for (int w = 0; w < KA_KW; ++w) sum += part[((gg * KA_KW + w) * MB + m) * KA_RW + rr];
+    C[static_cast<size_t>(m) * N + nn] = from_f<DT>(sum);
   }
 }
 
@@ -228,7 +248,7 @@ template <int DT, int MB>
 void launch_skinny(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
   const dim3 grid(static_cast<unsigned>((N + kRows - 1) / kRows), static_cast<unsigned>((M + MB - 1) / MB));
   auto* kernel = skinny_kernel<DT, MB>;  // (a template-id with a comma is not one macro argument)
-  KA_LAUNCH(kernel, grid, dim3(KA_WARPS * 32), sizeof(float) * KA_WARPS * MB, A, B, C, M, N, K);
+  KA_LAUNCH(kernel, grid, dim3(KA_WARPS * 32), sizeof(float) * KA_WARPS * MB * KA_RW, A, B, C, M, N, K);
 }
 
 template <int DT>
