@@ -10,7 +10,10 @@
 # folder brought back in an earlier archive (carry it, e.g. under .data). CALIBRATE=0 skips
 # `kernelarc calibrate`; PROBS="026_rmsnorm_h7168 ..." picks (and orders) the problems; OPT_ARGS
 # adds options to `kernelarc optimize` (e.g. "--no-sol --agents library,exploiter"). GEMM problems
-# (names with _gemm_) also get bench/gemm_campaign_summary.py (issue 5's figures).
+# (names with _gemm_) also get bench/gemm_campaign_summary.py (issue 5's figures). PER_PROBLEM_S=T
+# runs one `optimize` per problem (same store), each at most T seconds plus DRAIN_S (default 90)
+# to finish its in-flight candidates after SIGTERM, all within OPT_TIMEOUT. TARGET=host runs the
+# campaigns on the CPU (a check of the script itself on a machine without a GPU).
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
 OUT=$FINAL/campaign
@@ -22,14 +25,29 @@ P=.data/problems/sol-execbench/FlashInfer-Bench
 BUDGET=${BUDGET:-10}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
 python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
-COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])")
+COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])" 2>/dev/null || echo nan)
 [[ ${CALIBRATE:-1} == 1 ]] && { $K calibrate >"$OUT/calibrate.txt" 2>&1 || true; }
 [[ -n ${RESUME:-} ]] && cp -r "$RESUME" "$OUT/camp"
 probs=()
 for n in ${PROBS:-021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
          001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168}; do probs+=("$P/$n"); done
 start=$(date +%s)
-timeout -k 45 ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target cuda --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress ${OPT_ARGS:-} >"$OUT/optimize.txt" 2>&1
+if [[ -n ${PER_PROBLEM_S:-} ]]; then
+  # One `optimize` per problem (same store): a slow problem cannot take the others' time, and each
+  # gets DRAIN_S seconds after its SIGTERM to finish the candidates in flight (a SIGKILL loses them).
+  : >"$OUT/optimize.txt"
+  for pr in "${probs[@]}"; do
+    rest=$(( ${OPT_TIMEOUT:-420} - ($(date +%s) - start) - ${DRAIN_S:-90} ))
+    ((rest < 30)) && { echo "$(basename "$pr"): not started, ${rest} s left" >>"$OUT/optimize.txt"; continue; }
+    t=$(( rest < PER_PROBLEM_S ? rest : PER_PROBLEM_S ))
+    t0=$(date +%s)
+    timeout -k ${DRAIN_S:-90} $t $K optimize "$pr" --target ${TARGET:-cuda} --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress \
+      ${OPT_ARGS:-} >>"$OUT/optimize.txt" 2>&1
+    echo "$(basename "$pr"): exit $?, wall $(( $(date +%s) - t0 )) s (limit $t s)" >>"$OUT/optimize.txt"
+  done
+else
+  timeout -k 45 ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target ${TARGET:-cuda} --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress ${OPT_ARGS:-} >"$OUT/optimize.txt" 2>&1
+fi
 echo "optimize wall: $(( $(date +%s) - start )) s" >>"$OUT/optimize.txt"
 python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
 [[ " ${probs[*]}" == *_gemm_* ]] && python3 bench/gemm_campaign_summary.py "$OUT/camp" >>"$OUT/summary_campaign.txt" 2>&1
