@@ -697,53 +697,61 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
             parts.push_back({{"candidate", h}, {"name", pieces.back().part.name}, {"hi", hi}});
             ids += fmt::format("{}:{};", h, hi);
           }
-          Candidate comp = compose_pieces(pieces, *dax, p.def, "piecewise_" + sha256_hex(ids).substr(0, 8));
-          comp.author = "engine";
-          const std::string hash = candidate_hash(comp);
-          spent.insert(hash);
-          composed_now = true;
-          po.composed = comp.description;
-          spdlog::info("{}: piecewise candidate {} (estimate {:.3f} us, incumbent {:.3f} us): {}", p.def.name, comp.name,
-                       plan.estimated_geomean_us, best, comp.description);
-          std::vector<Measurement> ms;
-          if (known.count(hash)) {
-            ms = primary(store->measurements_of(hash));
-            ++replayed;
-          } else {
-            auto job = std::make_shared<Job>();
-            job->order = next_order++;
-            job->candidate = comp;
-            try {
-              job->build = build_candidate(comp, sm);
-              runners.submit(job);
-              for (bool done = false; !done;)
-                for (const auto& j : runners.wait_judged()) done |= j->order == job->order;
-              CandidateRecord rec;
-              rec.hash = hash;
-              rec.problem = p.def.name;
-              rec.family = "piecewise";
-              rec.knobs = {{"axis", dax->axis}, {"pieces", parts}};
-              rec.agent = "engine";
-              rec.seq = next_seq++;
-              rec.solution = to_native_json(comp);
-              ms = record(hash, *job, rec);
-              known[hash] = rec;
-              ++measured;
-            } catch (const std::exception& e) {
-              spdlog::warn("{}: the piecewise candidate could not be judged: {}", p.def.name, e.what());
-            }
+          Candidate comp;
+          try {
+            comp = compose_pieces(pieces, *dax, p.def, "piecewise_" + sha256_hex(ids).substr(0, 8));
+          } catch (const UserError& e) {  // parts the composition cannot hold: the slot goes back
+            spdlog::warn("{}: no piecewise candidate: {}", p.def.name, e.what());
+            pieces.clear();
           }
-          Scored sc = score(ms);
-          spdlog::info("{}: piecewise candidate {}: {}", p.def.name, comp.name,
-                       sc.passed ? fmt::format("{:.3f} us (incumbent {:.3f} us)", sc.geomean_us, best)
-                                 : fmt::format("passed {} of {} workloads", sc.passed_workloads, sc.workloads));
-          if (sc.passed) po.composed += fmt::format(" [{:.3f} us]", sc.geomean_us);
-          if (sc.passed && sc.geomean_us < best) {
-            best = sc.geomean_us;
-            best_ref = sc.ref_geomean_us;
-            best_hash = hash;
-            best_sol = sol_stats(ms, sol_us);
-            po.composed_won = true;
+          if (!pieces.empty()) {
+            comp.author = "engine";
+            const std::string hash = candidate_hash(comp);
+            spent.insert(hash);
+            composed_now = true;
+            po.composed = comp.description;
+            spdlog::info("{}: piecewise candidate {} (estimate {:.3f} us, incumbent {:.3f} us): {}", p.def.name, comp.name,
+                         plan.estimated_geomean_us, best, comp.description);
+            std::vector<Measurement> ms;
+            if (known.count(hash)) {
+              ms = primary(store->measurements_of(hash));
+              ++replayed;
+            } else {
+              auto job = std::make_shared<Job>();
+              job->order = next_order++;
+              job->candidate = comp;
+              try {
+                job->build = build_candidate(comp, sm);
+                runners.submit(job);
+                for (bool done = false; !done;)
+                  for (const auto& j : runners.wait_judged()) done |= j->order == job->order;
+                CandidateRecord rec;
+                rec.hash = hash;
+                rec.problem = p.def.name;
+                rec.family = "piecewise";
+                rec.knobs = {{"axis", dax->axis}, {"pieces", parts}};
+                rec.agent = "engine";
+                rec.seq = next_seq++;
+                rec.solution = to_native_json(comp);
+                ms = record(hash, *job, rec);
+                known[hash] = rec;
+                ++measured;
+              } catch (const std::exception& e) {
+                spdlog::warn("{}: the piecewise candidate could not be judged: {}", p.def.name, e.what());
+              }
+            }
+            Scored sc = score(ms);
+            spdlog::info("{}: piecewise candidate {}: {}", p.def.name, comp.name,
+                         sc.passed ? fmt::format("{:.3f} us (incumbent {:.3f} us)", sc.geomean_us, best)
+                                   : fmt::format("passed {} of {} workloads", sc.passed_workloads, sc.workloads));
+            if (sc.passed) po.composed += fmt::format(" [{:.3f} us]", sc.geomean_us);
+            if (sc.passed && sc.geomean_us < best) {
+              best = sc.geomean_us;
+              best_ref = sc.ref_geomean_us;
+              best_hash = hash;
+              best_sol = sol_stats(ms, sol_us);
+              po.composed_won = true;
+            }
           }
         }
       }
