@@ -26,6 +26,7 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/process.h"
+#include "nvcc_build.h"
 
 namespace ka {
 namespace {
@@ -53,21 +54,7 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-// Builds candidate c as the judge does (its nvcc flags, the KA_ENTRY trampoline) for `arch` (a
-// -gencode option) in a temporary folder; verbose adds -Xptxas -v (registers, spills) to the output.
-RunResult nvcc_judge_build(const fs::path& nvcc, const Candidate& c, const std::string& arch, bool verbose) {
-  TempDir t;
-  write_atomic(t.path / c.entry_file, c.sources[0].content);
-  write_atomic(t.path / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(" + c.entry_symbol + ")\n");
-  std::vector<std::string> cmd{nvcc.string(), arch};
-  if (verbose) cmd.insert(cmd.end(), {"-Xptxas", "-v"});
-  cmd.insert(cmd.end(), {"-O3", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-                         "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr",
-                         "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-I" + t.path.string(),
-                         "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
-                         (t.path / "tramp.cu").string()});
-  return run_command(cmd, std::chrono::minutes(5));
-}
+using test::nvcc_judge_build;
 
 const char* kGoodFamily = R"({
   "name": "toy", "target": "host", "source": "toy.cpp",

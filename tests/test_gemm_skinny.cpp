@@ -17,6 +17,7 @@
 #include "problem/problem.h"
 #include "util/files.h"
 #include "util/process.h"
+#include "nvcc_build.h"
 
 namespace ka {
 namespace {
@@ -128,22 +129,13 @@ TEST(GemmSkinny, CompilesWithNvccForSm90a) {
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   Problem p = gemm(128, 2048);
   Candidate c = skinny().instantiate({{"WARPS", 8}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}}, p);
-  fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-skinny-nvcc-").string());
-  write_atomic(dir / c.entry_file, c.sources[0].content);
-  write_atomic(dir / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
-  RunResult r = run_command({nvcc.string(), "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v", "-O3",
-                             "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-                             "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr",
-                             "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-I" + dir.string(),
-                             "-I" + (kRoot / "include").string(), "-o", (dir / "lib.so").string(), (dir / "tramp.cu").string()},
-                            std::chrono::minutes(5));
+  RunResult r = test::nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", true);
   EXPECT_TRUE(r.ok()) << r.output;
   // ptxas spills 8 bytes in a few instantiations (2026-12-04, MB = 32 with 80 registers): tolerated;
   // a heavier spill (a local array, an accumulator set in memory) is not.
   const std::regex spill("([0-9]+) bytes spill stores");
   for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), spill); it != std::sregex_iterator(); ++it)
     EXPECT_LE(std::stoi((*it)[1]), 16) << r.output;
-  fs::remove_all(dir);
 }
 
 }  // namespace

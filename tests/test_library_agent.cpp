@@ -15,6 +15,7 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/process.h"
+#include "nvcc_build.h"
 
 namespace ka {
 namespace {
@@ -495,16 +496,7 @@ TEST(LibraryFamily, CompilesWithNvccForSm90a) {
   Candidate cand = f.instantiate({{"WS_MB", 32}}, p,
                                  {{"LT_TABLE", library::table_define({{1, 16, cfg(21)}, {17, kMaxM, c}})},
                                   {"LT_FALLBACK", library::table_define({{1, 1, cfg(21)}})}});
-  TempDir t;
-  write_atomic(t.path / cand.entry_file, cand.sources[0].content);
-  write_atomic(t.path / "tramp.cu", "#include \"" + cand.entry_file + "\"\nKA_ENTRY(run)\n");
-  std::vector<std::string> cmd{nvcc.string(), "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-D__CUDA_NO_HALF_OPERATORS__",
-                               "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-                               "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", "-shared", "-Xcompiler",
-                               "-fPIC", "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (t.path / "lib.so").string(),
-                               (t.path / "tramp.cu").string()};
-  cmd.insert(cmd.end(), cand.ld_flags.begin(), cand.ld_flags.end());
-  RunResult r = run_command(cmd, std::chrono::minutes(5));
+  RunResult r = test::nvcc_judge_build(nvcc, cand, "-gencode=arch=compute_90a,code=sm_90a", false);
   EXPECT_TRUE(r.ok()) << r.output;
 }
 

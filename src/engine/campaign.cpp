@@ -300,6 +300,23 @@ void write_outputs(const Problem& p, Store& store, const std::filesystem::path& 
   write_atomic(dir / "best" / "solution_sol_execbench.json", to_solution_json(c, p.def).dump(2) + "\n");
 }
 
+// The piecewise plan (families/compose.h) from the candidates that passed every workload: their
+// medians grouped by the dispatch axis's value of each workload, the incumbent among them.
+PiecePlan piecewise_plan(const Problem& p, const DispatchAxis& ax, const std::vector<std::pair<std::string, Scored>>& passed,
+                         const std::string& incumbent, const CampaignOptions& opt) {
+  std::map<std::string, int64_t> value_of;
+  for (const auto& w : p.workloads) value_of[w.uuid] = w.axes.at(ax.axis);
+  std::vector<AxisTimes> times;
+  size_t inc = 0;
+  for (const auto& [h, sc] : passed) {
+    if (h == incumbent) inc = times.size();
+    AxisTimes t{h, {}};
+    for (size_t i = 0; i < sc.medians.size(); ++i) t.us_at[value_of.at(sc.workloads_of[i])].push_back(sc.medians[i]);
+    times.push_back(std::move(t));
+  }
+  return plan_pieces(times, inc, opt.compose_gain, opt.compose_parts);
+}
+
 }  // namespace
 
 CampaignOutcome run_campaign(const CampaignOptions& opt) {
@@ -677,17 +694,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       // on some values of the var axis (judged like any other; replayed on a resumed run).
       bool composed_now = false;
       if (compose_round && dax && !best_hash.empty() && passed_seen.size() >= 2 && !g_terminate.load()) {
-        std::map<std::string, int64_t> value_of;
-        for (const auto& w : p.workloads) value_of[w.uuid] = w.axes.at(dax->axis);
-        std::vector<AxisTimes> times;
-        size_t inc = 0;
-        for (const auto& [h, sc] : passed_seen) {
-          if (h == best_hash) inc = times.size();
-          AxisTimes t{h, {}};
-          for (size_t i = 0; i < sc.medians.size(); ++i) t.us_at[value_of.at(sc.workloads_of[i])].push_back(sc.medians[i]);
-          times.push_back(std::move(t));
-        }
-        const PiecePlan plan = plan_pieces(times, inc, opt.compose_gain, opt.compose_parts);
+        const PiecePlan plan = piecewise_plan(p, *dax, passed_seen, best_hash, opt);
         if (plan.pieces.size() >= 2 && plan.estimated_geomean_us < best * (1 - opt.compose_gain)) {
           std::vector<Piece> pieces;
           json parts = json::array();
