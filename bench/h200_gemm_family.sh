@@ -191,6 +191,10 @@ declare -A SK=(
   [s06_w8_kw4_u2_m16_rw4]="WARPS=8 KW=4 UNROLL=2 MAXM=16 RW=4"
   [s07_w8_kw2_u2_m32_rw2]="WARPS=8 KW=2 UNROLL=2 MAXM=32 RW=2"
   [s08_w4_kw1_u2_m16_rw4]="WARPS=4 KW=1 UNROLL=2 MAXM=16 RW=4"
+  [s09_w8_kw8_u2_m8_rw4]="WARPS=8 KW=8 UNROLL=2 MAXM=8 RW=4"
+  [s10_w8_kw2_u4_m16_rw2]="WARPS=8 KW=2 UNROLL=4 MAXM=16 RW=2"
+  [s11_w4_kw4_u1_m32_rw2]="WARPS=4 KW=4 UNROLL=1 MAXM=32 RW=2"
+  [s12_w8_kw8_u2_m16_rw2]="WARPS=8 KW=8 UNROLL=2 MAXM=16 RW=2"
 )
 # Points without the PERSIST / CLUSTER / SMALL_WG knobs get PERSIST=0 CLUSTER=1 (the
 # non-persistent kernel) and SMALL_WG=1 (one warpgroup on the small-M path).
@@ -222,7 +226,7 @@ if [[ ${BUILD_ONLY:-0} == 1 ]]; then cat "$OUT/compile.txt" "$OUT/notes.txt" 2>/
 RESERVE=$(( ${BUDGET:-16} > 0 ? 150 : 30 ))
 is_new() { [[ -n ${SK[$1]:-} ]]; }  # the skinny family's points: never yet run on a GPU
 RUN_ORDER=$(for l in $LABELS; do is_new "$l" && echo "$l"; done
-            for l in $LABELS; do is_new "$l" || echo "$l"; done)
+            [[ ${SKINNY_ONLY:-0} == 1 ]] || for l in $LABELS; do is_new "$l" || echo "$l"; done)
 for l in $RUN_ORDER; do
   if [[ ! -f $W/pts/$l/candidate.so || ! -x $W/selftest ]]; then
     echo "ROW $l - 0 0 0 NOT_BUILT 0 0 0 0" >"$OUT/selftest_$l.txt"
@@ -233,7 +237,7 @@ for l in $RUN_ORDER; do
     continue
   fi
   MS=()
-  [[ -n ${SK[$l]:-} ]] && MS=(--ms 1,7,13,32,64,127,200)
+  [[ -n ${SK[$l]:-} ]] && MS=(--ms "${SKINNY_MS:-1,7,13,32,64,127,200}")
   timeout 120 "$W/selftest" --lib "$W/pts/$l/candidate.so" --label "$l" --reps 20 --hang-s 15 "${MS[@]}" \
     >"$OUT/selftest_$l.txt" 2>&1
   echo "exit $?" >>"$OUT/selftest_$l.txt"

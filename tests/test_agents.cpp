@@ -400,6 +400,120 @@ TEST(Agents, SeveralFamilies) {
   }
 }
 
+// --- range winners (a piecewise candidate to come) -------------------------------------------------
+
+// Four workloads along axis M (1, 2, 100, 1000); two families: "synth" (the best on the whole
+// problem) and "synth_b" (much faster at M <= 2, slow above).
+struct Ranged : Synth {
+  Family b = synth_family("synth_b");
+  Ranged() {
+    ctx.families = {&fam, &b};
+    int64_t m[] = {1, 2, 100, 1000};
+    for (int i = 0; i < 4; ++i) {
+      Workload w;
+      w.uuid = "w" + std::to_string(i);
+      w.axes = {{"M", m[i]}};
+      prob.workloads.push_back(w);
+    }
+  }
+  Observation obs(const std::string& family, const Knobs& k, std::vector<double> us, int64_t first_id,
+                  const std::string& author) const {
+    Observation o;
+    o.problem = prob.def.name;
+    o.proposal = {family, k, {}};
+    o.author = author;
+    o.passed = true;
+    double lg = 0;
+    for (size_t i = 0; i < us.size(); ++i) {
+      o.workloads.push_back(prob.workloads[i].uuid);
+      o.verdicts.push_back("passed");
+      o.measurement_ids.push_back(first_id + static_cast<int64_t>(i));
+      lg += std::log(us[i]);
+    }
+    o.median_us = us;
+    o.score_us = std::exp(lg / static_cast<double>(us.size()));
+    return o;
+  }
+};
+
+const Knobs kSmallWinner{{"A", 2}, {"B", 8}, {"C", 0}};
+
+TEST(Agents, RangeWinnerIsPublishedScopedToItsRange) {
+  for (bool piecewise : {false, true}) {
+    SCOPED_TRACE(piecewise);
+    Ranged r;
+    if (piecewise) r.ctx.piecewise_axis = "M";
+    auto a = make_agent("exploiter", 3);
+    a->observe(r.obs("synth", kOptimum, {10, 10, 10, 10}, 1, "exploiter"));
+    a->observe(r.obs("synth_b", kSmallWinner, {5, 5, 50, 50}, 11, "exploiter"));
+    // Within 2% of the best elsewhere: wins nothing.
+    a->observe(r.obs("synth_b", Knobs{{"A", 0}, {"B", 1}, {"C", 0}}, {12, 12, 9.9, 60}, 21, "exploiter"));
+    std::vector<Finding> fs = a->conclude(r.ctx);
+    std::vector<const Finding*> ranged, whole;
+    for (const auto& f : fs)
+      if (f.kind == "best_config") (f.bucket.empty() ? whole : ranged).push_back(&f);
+    ASSERT_EQ(whole.size(), 1u);
+    EXPECT_EQ(whole[0]->claim["knobs"], nlohmann::json(kOptimum));
+    if (!piecewise) {
+      EXPECT_TRUE(ranged.empty());
+      continue;
+    }
+    ASSERT_EQ(ranged.size(), 1u);
+    EXPECT_EQ(ranged[0]->bucket, "1<=M<=2");
+    EXPECT_EQ(ranged[0]->claim["family"], "synth_b");
+    EXPECT_EQ(ranged[0]->claim["knobs"], nlohmann::json(kSmallWinner));
+    EXPECT_EQ(ranged[0]->claim["median_us"], 5.0);
+    EXPECT_EQ(ranged[0]->claim["workloads_won"], 2);
+    EXPECT_EQ(ranged[0]->cites, (std::vector<int64_t>{11, 12}));
+    EXPECT_TRUE(a->conclude(r.ctx).empty());  // once per point
+  }
+}
+
+TEST(Agents, ExploiterAlternatesWithRangeWinners) {
+  for (bool piecewise : {false, true}) {
+    SCOPED_TRACE(piecewise);
+    Ranged r;
+    if (piecewise) r.ctx.piecewise_axis = "M";
+    auto a = make_agent("exploiter", 3);
+    a->observe(r.obs("synth", kOptimum, {10, 10, 10, 10}, 1, "exploiter"));
+    a->observe(r.obs("synth_b", kSmallWinner, {5, 5, 50, 50}, 11, "exploiter"));
+    std::vector<std::string> fams;
+    for (int i = 0; i < 4; ++i) {
+      auto p = a->propose(r.ctx);
+      ASSERT_TRUE(p);
+      fams.push_back(p->family);
+    }
+    if (piecewise)
+      EXPECT_EQ(fams, (std::vector<std::string>{"synth", "synth_b", "synth", "synth_b"}));
+    else
+      EXPECT_EQ(fams, (std::vector<std::string>(4, "synth")));
+  }
+}
+
+TEST(Agents, ExploiterTakesRangeWinnersFromTheDigest) {
+  Ranged r;
+  r.ctx.piecewise_axis = "M";
+  Finding f = best_config("p1", "synth", "NVIDIA H200", kSmallWinner, 5, "synth_b");
+  f.bucket = "1<=M<=2";
+  r.ctx.digest = {f};
+  auto a = make_agent("exploiter", 3);
+  a->observe(r.obs("synth", kOptimum, {10, 10, 10, 10}, 1, "exploiter"));
+  auto p0 = a->propose(r.ctx), p1 = a->propose(r.ctx);
+  ASSERT_TRUE(p0 && p1);
+  EXPECT_EQ(p0->family, "synth");
+  EXPECT_EQ(p1->family, "synth_b");
+  int steps = 0;
+  for (const auto& [k, v] : p1->knobs) steps += k == "B" ? std::abs(idx_of(v) - idx_of(kSmallWinner.at("B")))
+                                                        : static_cast<int>(std::abs(v - kSmallWinner.at(k)));
+  EXPECT_EQ(steps, 1);
+  // A range-scoped claim is not a whole-problem best: without the piecewise axis the exploiter
+  // stays around its own best.
+  r.ctx.piecewise_axis.clear();
+  auto b = make_agent("exploiter", 3);
+  b->observe(r.obs("synth", kOptimum, {10, 10, 10, 10}, 1, "exploiter"));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(b->propose(r.ctx)->family, "synth");
+}
+
 // --- on a dev problem with the shipped families ----------------------------------------------------
 
 TEST(AgentsDev, ShippedFamiliesOn021) {

@@ -60,6 +60,10 @@ struct AgentContext {
   // problem whose incumbent is within --sol-stop of it.
   const std::map<std::string, double>* sol_us = nullptr;
   int budget_left = 0;                       // candidates the problem may still spend (all agents)
+  // The axis a piecewise candidate dispatches on, when the engine composes one at the end (one var
+  // axis, --no-compose not given), else "": a point that is the fastest on some workloads is then
+  // worth refining even when its geometric mean over all of them is poor (range winners).
+  std::string piecewise_axis;
   std::filesystem::path record_dir;          // the campaign's folder for this problem ("" in tests
                                              // that do not give one): where an agent records what
                                              // it needs to replay its proposals (library: lt_enum.json)

@@ -16,7 +16,9 @@ class Explorer : public SearchAgent {
 
 // exploiter: local search. Around the best known point (its observations and the digest's
 // best_config findings for this problem and device), the unseen points of the fewest knob steps:
-// one step first, then wider. With nothing known yet, `start` (a random point).
+// one step first, then wider. With nothing known yet, `start` (a random point). When the engine
+// will compose a piecewise candidate, every other step is around a range winner (a point fastest
+// on some workloads; its own observations' or a range-scoped best_config), in rotation.
 class Exploiter : public SearchAgent {
  public:
   explicit Exploiter(uint64_t seed, std::string name = "exploiter") : SearchAgent(std::move(name), seed) {}

@@ -176,6 +176,7 @@ std::optional<Proposal> SearchAgent::propose(const AgentContext& ctx) {
   const Point& p = st.space->points.at(*i);
   if (!st.seen.insert(p.key).second)
     throw std::logic_error(fmt::format("agent {} chose a point it had already seen: {}", name_, p.key));
+  ++st.chosen;
   return Proposal{st.space->families[p.family]->name, p.knobs, {}};
 }
 
@@ -253,7 +254,8 @@ std::vector<size_t> SearchAgent::failed(const ProblemState& st) const {
 std::vector<Scored> SearchAgent::digest_best(const AgentContext& ctx, const ProblemState& st) const {
   std::map<size_t, double> best;
   for (const auto& f : ctx.digest) {
-    if (f.kind != "best_config" || f.problem != ctx.problem->def.name || !scope_device(f, ctx)) continue;
+    if (f.kind != "best_config" || f.problem != ctx.problem->def.name || !scope_device(f, ctx) || !f.bucket.empty())
+      continue;
     if (!f.claim.is_object() || !f.claim.contains("family") || !f.claim["family"].is_string()) continue;
     auto k = knobs_from_json(f.claim.value("knobs", json()));
     if (!k) continue;
@@ -268,6 +270,70 @@ std::vector<Scored> SearchAgent::digest_best(const AgentContext& ctx, const Prob
   std::vector<Scored> out;
   for (const auto& [i, s] : best) out.push_back({i, s});
   std::stable_sort(out.begin(), out.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
+  return out;
+}
+
+std::vector<size_t> SearchAgent::digest_range_best(const AgentContext& ctx, const ProblemState& st) const {
+  std::vector<size_t> out;
+  for (const auto& f : ctx.digest) {
+    if (f.kind != "best_config" || f.problem != ctx.problem->def.name || !scope_device(f, ctx) || f.bucket.empty())
+      continue;
+    if (!f.claim.is_object() || !f.claim.contains("family") || !f.claim["family"].is_string()) continue;
+    auto k = knobs_from_json(f.claim.value("knobs", json()));
+    if (!k) continue;
+    if (auto i = st.space->find(f.claim["family"].get<std::string>(), *k))
+      if (std::find(out.begin(), out.end(), *i) == out.end()) out.push_back(*i);
+  }
+  return out;
+}
+
+std::vector<RangeWin> SearchAgent::range_winners(const AgentContext& ctx, const ProblemState& st, bool own_only) const {
+  if (ctx.piecewise_axis.empty()) return {};
+  std::map<std::string, int64_t> axis_of;  // workload uuid -> value of the dispatch axis
+  for (const auto& w : ctx.problem->workloads)
+    if (auto it = w.axes.find(ctx.piecewise_axis); it != w.axes.end()) axis_of[w.uuid] = it->second;
+  // Per workload: the fastest point's (median, measurement id) and the runner-up's median.
+  struct Best {
+    size_t point = 0;
+    double us = std::numeric_limits<double>::infinity(), second = std::numeric_limits<double>::infinity();
+    int64_t id = 0;
+  };
+  std::map<std::string, Best> best;
+  for (const auto& o : st.obs) {
+    if (own_only && !(o.author.empty() || o.author == name_)) continue;
+    if (!o.passed || o.problem != ctx.problem->def.name || o.workloads.size() != o.median_us.size() ||
+        o.measurement_ids.size() != o.median_us.size())
+      continue;
+    auto i = st.space->find(o.proposal.family, o.proposal.knobs);
+    if (!i) continue;
+    for (size_t k = 0; k < o.workloads.size(); ++k) {
+      const double us = o.median_us[k];
+      if (!(us > 0) || (k < o.verdicts.size() && o.verdicts[k] != "passed")) continue;
+      Best& b = best[o.workloads[k]];
+      if (b.point == *i && std::isfinite(b.us)) {  // the same point measured again: keep its best
+        if (us < b.us) b.us = us, b.id = o.measurement_ids[k];
+      } else if (us < b.us) {
+        b.second = b.us, b.us = us, b.point = *i, b.id = o.measurement_ids[k];
+      } else {
+        b.second = std::min(b.second, us);
+      }
+    }
+  }
+  std::map<size_t, RangeWin> by_point;
+  for (const auto& [uuid, b] : best) {
+    auto ax = axis_of.find(uuid);
+    if (ax == axis_of.end() || !std::isfinite(b.us) || b.us > b.second * (1 - kRangeWinGain)) continue;
+    RangeWin& r = by_point[b.point];
+    if (r.won == 0) r.point = b.point, r.lo = r.hi = ax->second;
+    ++r.won;
+    r.cites.push_back(b.id);
+    r.worst_us = std::max(r.worst_us, b.us);
+    r.lo = std::min(r.lo, ax->second);
+    r.hi = std::max(r.hi, ax->second);
+  }
+  std::vector<RangeWin> out;
+  for (auto& [p, r] : by_point) out.push_back(std::move(r));
+  std::stable_sort(out.begin(), out.end(), [](const RangeWin& a, const RangeWin& b) { return a.won > b.won; });
   return out;
 }
 
@@ -306,6 +372,26 @@ std::vector<Finding> SearchAgent::conclude(const AgentContext& ctx) {
       out.push_back(std::move(f));
     }
     st.published_best = best->score_us;  // published, or already beaten: wait for a better one
+  }
+
+  // Range winners (with a piecewise axis): a point of the agent's own that is the fastest, by
+  // kRangeWinGain, on some workloads, once per point, as a best_config scoped to the axis range
+  // those workloads span (bucket) and citing their measurements; not the agent's whole-problem best.
+  {
+    for (const RangeWin& r : range_winners(ctx, st, /*own_only=*/true)) {
+      const Point& p = st.space->points[r.point];
+      if (best && st.space->find(best->proposal.family, best->proposal.knobs) == std::optional<size_t>(r.point)) continue;
+      if (!st.range_published.insert(p.key).second) continue;
+      Finding f = base("best_config");
+      f.bucket = r.lo == r.hi ? fmt::format("{}={}", ctx.piecewise_axis, r.lo)
+                              : fmt::format("{}<={}<={}", r.lo, ctx.piecewise_axis, r.hi);
+      f.claim = {{"family", st.space->families[p.family]->name},
+                 {"knobs", json(p.knobs)},
+                 {"median_us", r.worst_us},
+                 {"workloads_won", r.won}};
+      f.cites = r.cites;
+      out.push_back(std::move(f));
+    }
   }
 
   // dead_region: a knob value that failed every time it was tried (at least twice), in a family

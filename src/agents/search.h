@@ -54,6 +54,19 @@ struct Space {
   double far_ = 1;
 };
 
+// A point that is the fastest observed on some workloads, by at least kRangeWinGain over every other
+// point observed there (a piecewise candidate would serve those workloads with it): the workloads it
+// wins, their measurement ids, the largest of its medians on them, and the values of the dispatch
+// axis they span.
+struct RangeWin {
+  size_t point = 0;
+  int won = 0;
+  std::vector<int64_t> cites;
+  double worst_us = 0;
+  int64_t lo = 0, hi = 0;
+};
+constexpr double kRangeWinGain = 0.02;
+
 // What an agent keeps per problem.
 struct ProblemState {
   std::optional<Space> space;         // built at the first propose()/conclude() for the problem
@@ -62,6 +75,8 @@ struct ProblemState {
   double published_best = std::numeric_limits<double>::infinity();  // score_us of the last best_config
   std::set<std::string> published;    // keys of findings published (dead regions)
   std::set<std::string> considered;   // agent-specific (transfer: configs already taken over)
+  int chosen = 0;                     // points this agent proposed for the problem
+  std::set<std::string> range_published;  // point keys published as range winners
 };
 
 struct Scored {
@@ -101,8 +116,14 @@ class SearchAgent : public Agent {
   // Observed points of the space that failed.
   std::vector<size_t> failed(const ProblemState& st) const;
   // best_config findings of the digest for this problem and device (or device ""), as points of
-  // the space, best claim first.
+  // the space, best claim first; whole-problem claims only (bucket "").
   std::vector<Scored> digest_best(const AgentContext& ctx, const ProblemState& st) const;
+  // With a piecewise axis (ctx.piecewise_axis): the range winners among the observations (own_only:
+  // the agent's own), most workloads won first; none without one.
+  std::vector<RangeWin> range_winners(const AgentContext& ctx, const ProblemState& st, bool own_only = false) const;
+  // Range-scoped best_config findings (bucket set) of the digest for this problem and device, as
+  // points of the space (digest order).
+  std::vector<size_t> digest_range_best(const AgentContext& ctx, const ProblemState& st) const;
   bool in_dead_region(const AgentContext& ctx, const Space& space, const Point& p) const;
   // Points of the space that were proposed or observed.
   std::vector<size_t> seen_points(const ProblemState& st) const;

@@ -461,6 +461,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       ctx.device = device;
       ctx.sol_us = &sol_us;
       ctx.budget_left = search_budget - static_cast<int>(spent.size());
+      ctx.piecewise_axis = dax ? dax->axis : std::string();
       ctx.record_dir = opt.out / p.def.name;
       for (const auto& f : digest)
         if (opt.sharing != "none" || f.author == agents[a]->name()) ctx.digest.push_back(f);
