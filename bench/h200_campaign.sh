@@ -43,7 +43,8 @@ if [[ -n ${PER_PROBLEM_S:-} ]]; then
     t0=$(date +%s)
     timeout -k ${DRAIN_S:-90} $t $K optimize "$pr" --target ${TARGET:-cuda} --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress \
       ${OPT_ARGS:-} >>"$OUT/optimize.txt" 2>&1
-    echo "$(basename "$pr"): exit $?, wall $(( $(date +%s) - t0 )) s (limit $t s)" >>"$OUT/optimize.txt"
+    rc=$?  # before any command substitution resets $?: 124 = stopped by SIGTERM, 137 = killed after DRAIN_S
+    echo "$(basename "$pr"): exit $rc, wall $(( $(date +%s) - t0 )) s (limit $t s)" >>"$OUT/optimize.txt"
   done
 else
   timeout -k 45 ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target ${TARGET:-cuda} --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress ${OPT_ARGS:-} >"$OUT/optimize.txt" 2>&1

@@ -195,7 +195,22 @@ declare -A SK=(
   [s10_w8_kw2_u4_m16_rw2]="WARPS=8 KW=2 UNROLL=4 MAXM=16 RW=2"
   [s11_w4_kw4_u1_m32_rw2]="WARPS=4 KW=4 UNROLL=1 MAXM=32 RW=2"
   [s12_w8_kw8_u2_m16_rw2]="WARPS=8 KW=8 UNROLL=2 MAXM=16 RW=2"
+  # MMA = 1: the tensor-core kernel (mma.sync m16n8k16 swap-AB, operands straight from global memory)
+  [m01_w8_kw8_u2_m16]="MMA=1 WARPS=8 KW=8 UNROLL=2 MAXM=16 RW=1"
+  [m02_w8_kw4_u2_m16_rw2]="MMA=1 WARPS=8 KW=4 UNROLL=2 MAXM=16 RW=2"
+  [m03_w8_kw8_u1_m64]="MMA=1 WARPS=8 KW=8 UNROLL=1 MAXM=64 RW=1"
+  [m04_w4_kw4_u4_m8]="MMA=1 WARPS=4 KW=4 UNROLL=4 MAXM=8 RW=1"
+  [m05_w8_kw8_u2_m32]="MMA=1 WARPS=8 KW=8 UNROLL=2 MAXM=32 RW=1"
+  [m06_w8_kw2_u2_m8_rw2]="MMA=1 WARPS=8 KW=2 UNROLL=2 MAXM=8 RW=2"
+  [m07_w8_kw8_u4_m8]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=8 RW=1"
+  [m08_w4_kw2_u2_m32]="MMA=1 WARPS=4 KW=2 UNROLL=2 MAXM=32 RW=1"
 )
+# SKINNY_LABELS (a regex) keeps only the matching small-M points (with SKINNY_ONLY=1 nothing else is
+# built or run).
+if [[ -n ${SKINNY_LABELS:-} ]]; then
+  for l in "${!SK[@]}"; do [[ $l =~ ${SKINNY_LABELS} ]] || unset "SK[$l]"; done
+fi
+for l in "${!SK[@]}"; do [[ ${SK[$l]} == *MMA=* ]] || SK[$l]="MMA=0 ${SK[$l]}"; done
 # Points without the PERSIST / CLUSTER / SMALL_WG knobs get PERSIST=0 CLUSTER=1 (the
 # non-persistent kernel) and SMALL_WG=1 (one warpgroup on the small-M path).
 for l in "${!PT[@]}"; do
@@ -205,11 +220,14 @@ done
 SM80_KNOBS="BM=128 BN=128 BK=64 STAGES=4 SPLITK=1 RASTER=0 SMALLN=0 PERSIST=0 CLUSTER=1 SMALL_WG=1"
 mkdir -p "$W/pts"
 {
-  for l in "${!PT[@]}"; do printf '%s\t%s\t%s\n' "$W/pts/$l" "$GENCODE_90A" "${PT[$l]}"; done
-  printf '%s\t%s\t%s\n' "$W/pts/sm80_ptx_mma_sync" "-gencode=arch=compute_80,code=compute_80" "$SM80_KNOBS"
+  if [[ ${SKINNY_ONLY:-0} != 1 ]]; then
+    for l in "${!PT[@]}"; do printf '%s\t%s\t%s\n' "$W/pts/$l" "$GENCODE_90A" "${PT[$l]}"; done
+    printf '%s\t%s\t%s\n' "$W/pts/sm80_ptx_mma_sync" "-gencode=arch=compute_80,code=compute_80" "$SM80_KNOBS"
+  fi
   for l in "${!SK[@]}"; do printf '%s\t%s\t%s\t%s\n' "$W/pts/$l" "$GENCODE_90A" "${SK[$l]}" gemm_skinny_cuda; done
 } | xargs -P "$JOBS" -d '\n' -n 1 bash -c 'build_line "$1"' _
-LABELS=$(printf '%s\n' "${!PT[@]}" "${!SK[@]}" sm80_ptx_mma_sync | sort)
+if [[ ${SKINNY_ONLY:-0} == 1 ]]; then LABELS=$(printf '%s\n' "${!SK[@]}" | sort)
+else LABELS=$(printf '%s\n' "${!PT[@]}" "${!SK[@]}" sm80_ptx_mma_sync | sort); fi
 : >"$OUT/compile.txt"
 for l in $LABELS; do
   read -r rc s <"$W/pts/$l/seconds"

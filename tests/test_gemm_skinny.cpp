@@ -46,8 +46,10 @@ const Family& skinny() {
 TEST(GemmSkinny, SpaceOnGemmProblems) {
   Problem p = gemm(128, 2048);
   EXPECT_TRUE(skinny().applies_to(p));
-  // (WARPS, KW) 7 pairs x (UNROLL, MAXM, RW) 22 triples with MAXM * RW <= 64 and UNROLL * RW <= 8.
-  EXPECT_EQ(skinny().space(p).size(), 154u);
+  // MMA = 0: (WARPS, KW) 7 pairs x (UNROLL, MAXM, RW) 22 triples with MAXM <= 32, MAXM * RW <= 64
+  // and UNROLL * RW <= 8; MMA = 1: 7 pairs x 17 triples with MAXM * RW <= 64 and
+  // UNROLL * (2 * RW + MAXM / 8) <= 16 (the loads in flight a lane holds).
+  EXPECT_EQ(skinny().space(p).size(), 154u + 119u);
   EXPECT_TRUE(skinny().space(gemm(128, 2052)).empty());  // K % 8 != 0
 }
 
@@ -66,7 +68,8 @@ static ka::TensorArg arg(void* d, int dt, int64_t r, int64_t c) {
 int main() {
   using namespace ka_gemm_skinny;
   const int shapes[][3] = {{1, 5, 8}, {1, 9, 1032}, {3, 6, 2056}, {4, 7, 16}, {5, 10, 264}, {8, 5, 520},
-                           {9, 17, 264}, {13, 3, 784}, {16, 9, 72}, {17, 9, 72}, {32, 6, 264}, {33, 5, 136}, {70, 3, 40}};
+                           {9, 17, 264}, {13, 3, 784}, {16, 9, 72}, {17, 9, 72}, {32, 6, 264}, {33, 5, 136}, {70, 3, 40},
+                           {20, 40, 96}, {64, 33, 64}, {65, 18, 40}};
   int bad = 0, cases = 0;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -105,9 +108,12 @@ TEST(GemmSkinny, EmulatedPointsComputeTheProduct) {
   const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
   ASSERT_TRUE(fs::exists(emu));
   Problem p = gemm(64, 264);
-  const std::vector<Knobs> points{{{"WARPS", 8}, {"KW", 8}, {"UNROLL", 1}, {"MAXM", 8}, {"RW", 1}},
-                                  {{"WARPS", 4}, {"KW", 1}, {"UNROLL", 4}, {"MAXM", 32}, {"RW", 2}},
-                                  {{"WARPS", 8}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}}};
+  const std::vector<Knobs> points{{{"MMA", 0}, {"WARPS", 8}, {"KW", 8}, {"UNROLL", 1}, {"MAXM", 8}, {"RW", 1}},
+                                  {{"MMA", 0}, {"WARPS", 4}, {"KW", 1}, {"UNROLL", 4}, {"MAXM", 32}, {"RW", 2}},
+                                  {{"MMA", 0}, {"WARPS", 8}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}},
+                                  {{"MMA", 1}, {"WARPS", 4}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 1}},
+                                  {{"MMA", 1}, {"WARPS", 8}, {"KW", 8}, {"UNROLL", 1}, {"MAXM", 64}, {"RW", 1}},
+                                  {{"MMA", 1}, {"WARPS", 4}, {"KW", 1}, {"UNROLL", 1}, {"MAXM", 8}, {"RW", 4}}};
   fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-skinny-").string());
   for (const auto& k : points) {
     Candidate c = skinny().instantiate(k, p);
@@ -128,14 +134,18 @@ TEST(GemmSkinny, CompilesWithNvccForSm90a) {
   const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   Problem p = gemm(128, 2048);
-  Candidate c = skinny().instantiate({{"WARPS", 8}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}}, p);
+  for (const Knobs& k : {Knobs{{"MMA", 0}, {"WARPS", 8}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}},
+                         Knobs{{"MMA", 1}, {"WARPS", 8}, {"KW", 4}, {"UNROLL", 1}, {"MAXM", 64}, {"RW", 1}},
+                         Knobs{{"MMA", 1}, {"WARPS", 4}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 2}}}) {
+  Candidate c = skinny().instantiate(k, p);
   RunResult r = test::nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", true);
-  EXPECT_TRUE(r.ok()) << r.output;
+  EXPECT_TRUE(r.ok()) << knobs_str(k) << r.output;
   // ptxas spills 8 bytes in a few instantiations (2026-12-04, MB = 32 with 80 registers): tolerated;
   // a heavier spill (a local array, an accumulator set in memory) is not.
   const std::regex spill("([0-9]+) bytes spill stores");
   for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), spill); it != std::sregex_iterator(); ++it)
-    EXPECT_LE(std::stoi((*it)[1]), 16) << r.output;
+    EXPECT_LE(std::stoi((*it)[1]), 16) << knobs_str(k) << r.output;
+  }
 }
 
 }  // namespace

@@ -164,3 +164,31 @@ TEST(JudgeHost, TamperedOracleEntryIsRefused) {
   EXPECT_NE(e.output.find("hash check"), std::string::npos) << e.output;
   fs::remove_all(cache);
 }
+
+// --cut-slow: a candidate slower than F times the reference in the 1 + 3-call probe keeps the
+// probe as its timing (3 samples, "cut"); one within F gets the full protocol; 0 never probes.
+TEST(JudgeHost, HopelessCandidateIsCutAfterTheProbe) {
+  auto run = [](const std::string& cut_slow) {
+    std::vector<std::string> cmd{KA_BINARY, "eval", kProblem.string(), "--solution",
+                                 (kRoot / "examples/solutions/rmsnorm_h128/rmsnorm_host.cpp").string(),
+                                 "--workloads", "1", "--timeout", "20", "--iterations", "9", "--warmup", "1", "--json",
+                                 "--no-sol", "--cut-slow", cut_slow, "--cut-min-reference-us", "0"};
+    ka::RunResult r = ka::run_command(cmd, std::chrono::minutes(5), {"KERNELARC_CACHE=" + shared_cache().string()});
+    Eval e;
+    e.exit_code = r.exit_code;
+    e.output = r.output;
+    auto start = r.output.find("{\n");
+    if (start != std::string::npos) e.report = json::parse(r.output.substr(start), nullptr, false);
+    return e;
+  };
+  for (const auto& [f, cut, samples] : {std::tuple{"1e-9", true, 3}, std::tuple{"1e9", false, 9}, std::tuple{"0", false, 9}}) {
+    SCOPED_TRACE(f);
+    Eval e = run(f);
+    ASSERT_EQ(e.exit_code, 0) << e.output;
+    ASSERT_EQ(verdict(e), "passed");
+    const json& t = e.report["workloads"][0]["timing"];
+    EXPECT_EQ(t["cut"], cut);
+    EXPECT_EQ(t["samples"], samples);
+    EXPECT_GT(e.report["workloads"][0]["reference_us"].get<double>(), 0.0);
+  }
+}

@@ -2,26 +2,33 @@
 // row-major, fp32 accumulation) for small M, where a GEMM is a latency-bound stream of B: the
 // decode-like workloads that dominate the GEMM problems' workload lists. KernelArc prepends
 // `#define KA_<KNOB> v` lines (family.json):
+//   KA_MMA     0: CUDA-core dot products (the skinny kernel); 1: tensor cores (mma.sync m16n8k16,
+//              swap-AB, the MMA kernel)
 //   KA_WARPS   warps per CTA (4, 8)
-//   KA_KW      warps sharing one row of B, each over a contiguous K range (1, 2, 4, 8; <= WARPS);
-//              a CTA owns WARPS / KW · RW rows of B, so the grid is ceil(N / (WARPS / KW · RW)) CTAs
-//   KA_UNROLL  16-byte loads of B each lane issues before using them, per row (1, 2, 4)
-//   KA_RW      rows of B per warp (1, 2, 4): each 16-byte load of A serves RW rows, so the L1
-//              traffic for A falls by RW (at M = 7 and up it, not B, bounds the RW = 1 kernel)
-//   KA_MAXM    the most rows of A one CTA serves (8, 16, 32); a larger M takes ceil(M / MAXM)
-//              CTAs along gridDim.y, each reading B again (mostly from L2): correct, not fast (a
-//              piecewise candidate takes another family there, families/compose.h)
+//   KA_KW      warps sharing one group of rows of B, each over a contiguous K range (1, 2, 4, 8;
+//              <= WARPS); a CTA owns WARPS / KW groups, so the grid is ceil(N / rows per CTA) CTAs
+//   KA_UNROLL  16-byte loads of B each lane issues before using them, per row (MMA = 0), or
+//              chunks of 32 K in flight (MMA = 1) (1, 2, 4)
+//   KA_RW      rows of B per warp (1, 2, 4; MMA = 1: tiles of 16 rows): each 16-byte load of A
+//              serves RW rows (tiles), so the traffic for A falls by RW (at M = 7 and up it, not B,
+//              bounds the MMA = 0, RW = 1 kernel)
+//   KA_MAXM    the most rows of A one CTA serves (8, 16, 32; 64 with MMA = 1); a larger M takes
+//              ceil(M / MAXM) CTAs along gridDim.y, each reading B again (mostly from L2): correct,
+//              not fast (a piecewise candidate takes another family there, families/compose.h)
 //
-// The skinny kernel: one launch, no workspace, no atomics. Lane l of a warp reads the warp's RW
-// rows of B in 16-byte vectors l, l + 32, … (UNROLL · RW of them in flight), and for each the same 8
-// elements of every row of A (small, L1/L2-resident), into M fp32 accumulators (M is bucketed to
-// 1, 2, 4, 8, 16 or 32 at compile time, rows beyond M skipped). Warp shuffles sum the lanes, shared
-// memory sums the KW warps of a row, and one thread per (row, m) writes C. Needs K % 8 == 0 and
-// 16-byte aligned A and B (the judge's buffers are); otherwise a plain 64×64 shared-memory tiled
-// kernel runs.
+// The skinny kernel (MMA = 0): one launch, no workspace, no atomics. Lane l of a warp reads the
+// warp's RW rows of B in 16-byte vectors l, l + 32, … (UNROLL · RW of them in flight), and for each
+// the same 8 elements of every row of A (small, L1/L2-resident), into M fp32 accumulators (M is
+// bucketed to 1, 2, 4, 8, 16 or 32 at compile time, rows beyond M skipped). Warp shuffles sum the
+// lanes, shared memory sums the KW warps of a row, and one thread per (row, m) writes C. On the
+// H200 it beats cuBLAS at M <= 2 and loses from M = 4 on the wide shapes (bench/RESULTS.md): the
+// CUDA cores' multiply-adds, not the memory, bound it there.
+// The MMA kernel (MMA = 1): the same grid, reduction and output, with the products on tensor
+// cores (see mma_kernel). Both need K % 8 == 0 and 16-byte aligned A and B (the judge's buffers
+// are); otherwise a plain 64×64 shared-memory tiled kernel runs.
 //
-// Under KA_EMULATE (bench/gemm_skinny_emu.cpp, a CTest) the source builds with g++ against the
-// attention families' CPU emulator (threads as fibers, warp shuffles as collectives), with
+// Under KA_EMULATE (tests/test_gemm_skinny.cpp) the source builds with g++ against the attention
+// families' CPU emulator (threads as fibers, warp shuffles and mma.sync as collectives), with
 // software fp16/bf16 conversions.
 #ifdef KA_EMULATE
 #include KA_EMULATE
@@ -41,8 +48,12 @@
 #ifndef KA_RW
 #define KA_RW 1
 #endif
+#ifndef KA_MMA
+#define KA_MMA 0
+#endif
 static_assert(KA_KW >= 1 && KA_KW <= KA_WARPS && KA_WARPS % KA_KW == 0, "KW must divide WARPS");
-static_assert(KA_MAXM == 8 || KA_MAXM == 16 || KA_MAXM == 32, "MAXM is 8, 16 or 32");
+static_assert(KA_MAXM == 8 || KA_MAXM == 16 || KA_MAXM == 32 || (KA_MMA && KA_MAXM == 64),
+              "MAXM is 8, 16 or 32 (64 with MMA = 1)");
 
 namespace ka_gemm_skinny {
 namespace {
@@ -133,8 +144,32 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
   }
 }
 
-constexpr int kGroups = KA_WARPS / KA_KW;  // row groups per CTA (KW warps each)
-constexpr int kRows = kGroups * KA_RW;     // rows of B per CTA
+// One m16n8k16 tensor-core product, fp32 accumulators (MMA = 1).
+#ifdef KA_EMULATE
+template <int DT>
+inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (DT == kF16) ka_emu_ops::mma_f16(c, a, b0, b1);
+  else ka_emu_ops::mma_bf16(c, a, b0, b1);
+}
+#else
+template <int DT>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (DT == kF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#endif
+
+constexpr int kGroups = KA_WARPS / KA_KW;         // row groups per CTA (KW warps each)
+constexpr int kWarpRows = KA_MMA ? 16 * KA_RW : KA_RW;  // rows of B per warp
+constexpr int kRows = kGroups * kWarpRows;        // rows of B per CTA
 
 // ── the skinny kernel ───────────────────────────────────────────────────────────────────────────
 template <int DT, int MB>
@@ -210,6 +245,102 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
   }
 }
 
+// ── the tensor-core kernel (MMA = 1) ─────────────────────────────────────────────────────────────
+// Swap-AB with mma.sync m16n8k16: rows of B are the MMA's M side (16 per row tile, RW tiles per
+// warp), rows of A its N side (MB / 8 tiles of 8). Both operands come straight from global memory
+// in 16-byte loads, no shared-memory staging: K is walked in chunks of 32, lane (g = lane / 4,
+// q = lane % 4) loading elements 8q..8q+7 of the chunk of B rows g and g + 8 (each row tile) and of
+// A row g (each A tile). The products are order-free in K, so the two MMAs of a chunk take a
+// permuted K: MMA s (0, 1) gives its logical k = 2q + j the chunk's element 8q + 4s + j and
+// logical k = 2q + 8 + j the element 8q + 4s + 2 + j (j = 0, 1), the same permutation on both
+// operands, which is exactly the 32-bit words 2s and 2s + 1 of each lane's 16-byte loads in the
+// fragment registers the PTX ISA prescribes. KW warps split K as the CUDA-core kernel does, and
+// shared memory sums them.
+template <int DT, int MB>
+__global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
+                                                            uint16_t* __restrict__ C, int M, int N, int K) {
+  constexpr int kNT = MB / 8, kRT = KA_RW;  // A tiles of 8 rows, B tiles of 16 rows
+  KA_DYN_SMEM(smem);
+  float* part = reinterpret_cast<float*>(smem);  // [WARPS][16 * RW][MB]
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = warp / KA_KW, kw = warp % KA_KW, lg = lane / 4, lq = lane % 4;
+  const int n0 = (static_cast<int>(blockIdx.x) * kGroups + g) * kWarpRows;  // the warp's first row of B
+  const int m0 = static_cast<int>(blockIdx.y) * MB;
+  A += static_cast<size_t>(m0) * K;
+  C += static_cast<size_t>(m0) * N;
+  M = M - m0 < MB ? M - m0 : MB;
+  float acc[kRT][kNT][4];
+#pragma unroll
+  for (int r = 0; r < kRT; ++r)
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[r][t][i] = 0.f;
+  const int nvec = K / 8;  // 16-byte vectors per row
+  const int chunks = (K + 31) / 32;
+  const int per = (chunks + KA_KW - 1) / KA_KW;
+  const int c0 = kw * per, c1 = chunks < c0 + per ? chunks : c0 + per;
+  const uint4* bv = reinterpret_cast<const uint4*>(B);
+  const uint4* av = reinterpret_cast<const uint4*>(A);
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  if (n0 < N) {
+    for (int c = c0; c < c1; c += KA_UNROLL) {
+      uint4 b[KA_UNROLL][kRT][2], a[KA_UNROLL][kNT];  // rows past N or M, and vectors past K, read as zeros
+#pragma unroll
+      for (int u = 0; u < KA_UNROLL; ++u) {
+        const int v = (c + u) * 4 + lq;  // this lane's vector of the chunk
+        const bool in = c + u < c1 && v < nvec;
+#pragma unroll
+        for (int r = 0; r < kRT; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = n0 + 16 * r + 8 * h + lg;
+            b[u][r][h] = in && row < N ? __ldg(bv + static_cast<size_t>(row) * nvec + v) : zero;
+          }
+#pragma unroll
+        for (int t = 0; t < kNT; ++t) {
+          const int row = 8 * t + lg;
+          a[u][t] = in && row < M ? __ldg(av + static_cast<size_t>(row) * nvec + v) : zero;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < KA_UNROLL; ++u)
+#pragma unroll
+        for (int s = 0; s < 2; ++s)
+#pragma unroll
+          for (int r = 0; r < kRT; ++r) {
+            const uint32_t lo[4] = {b[u][r][0].x, b[u][r][0].y, b[u][r][0].z, b[u][r][0].w};
+            const uint32_t hi[4] = {b[u][r][1].x, b[u][r][1].y, b[u][r][1].z, b[u][r][1].w};
+            const uint32_t fa[4] = {lo[2 * s], hi[2 * s], lo[2 * s + 1], hi[2 * s + 1]};
+#pragma unroll
+            for (int t = 0; t < kNT; ++t) {
+              const uint32_t w[4] = {a[u][t].x, a[u][t].y, a[u][t].z, a[u][t].w};
+              mma16816<DT>(acc[r][t], fa, w[2 * s], w[2 * s + 1]);
+            }
+          }
+    }
+  }
+  // acc[r][t]: {0, 1} = rows (of B) 16r + lg, columns (rows of A) 8t + 2lq + {0, 1}; {2, 3} = rows 16r + lg + 8.
+#pragma unroll
+  for (int r = 0; r < kRT; ++r)
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = 16 * r + lg + 8 * (i / 2), col = 8 * t + 2 * lq + (i % 2);
+        part[(warp * kWarpRows + row) * MB + col] = acc[r][t][i];
+      }
+  __syncthreads();
+  for (int t = static_cast<int>(threadIdx.x); t < kRows * MB; t += KA_WARPS * 32) {
+    const int m = t / kRows, rr = t % kRows, gg = rr / kWarpRows, row = rr % kWarpRows;
+    const int nn = static_cast<int>(blockIdx.x) * kRows + rr;
+    if (m >= M || nn >= N) continue;
+    float sum = 0.f;
+    for (int w = 0; w < KA_KW; ++w) sum += part[((gg * KA_KW + w) * kWarpRows + row) * MB + m];
+    C[static_cast<size_t>(m) * N + nn] = from_f<DT>(sum);
+  }
+}
+
 // ── the fallback for unaligned operands: 64×64 tiles, 16×16 threads, 4×4 outputs each, any M, N, K and alignment ──────
 constexpr int kT = 64, kTK = 16;
 template <int DT>
@@ -251,16 +382,35 @@ void launch_skinny(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int
   KA_LAUNCH(kernel, grid, dim3(KA_WARPS * 32), sizeof(float) * KA_WARPS * MB * KA_RW, A, B, C, M, N, K);
 }
 
+template <int DT, int MB>
+void launch_mma(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
+  static_assert(sizeof(float) * KA_WARPS * kWarpRows * MB <= 48 * 1024, "the reduction buffer must fit 48 KB");
+  const dim3 grid(static_cast<unsigned>((N + kRows - 1) / kRows), static_cast<unsigned>((M + MB - 1) / MB));
+  auto* kernel = mma_kernel<DT, MB>;
+  KA_LAUNCH(kernel, grid, dim3(KA_WARPS * 32), sizeof(float) * KA_WARPS * kWarpRows * MB, A, B, C, M, N, K);
+}
+
 template <int DT>
 void gemm(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
   const bool aligned = reinterpret_cast<uintptr_t>(A) % 16 == 0 && reinterpret_cast<uintptr_t>(B) % 16 == 0 && K % 8 == 0;
-  if (aligned && M < 65535) {
-    if (M <= 1) return launch_skinny<DT, 1>(A, B, C, M, N, K);
-    if (M <= 2) return launch_skinny<DT, 2>(A, B, C, M, N, K);
-    if (M <= 4) return launch_skinny<DT, 4>(A, B, C, M, N, K);
-    if (M <= 8 || KA_MAXM == 8) return launch_skinny<DT, 8>(A, B, C, M, N, K);
-    if (M <= 16 || KA_MAXM == 16) return launch_skinny<DT, 16>(A, B, C, M, N, K);
-    return launch_skinny<DT, 32>(A, B, C, M, N, K);
+  if constexpr (KA_MMA == 1) {  // MB: the narrowest of 8, 16, 32, 64 (up to MAXM) that holds M
+    if (aligned && M < 65535 * 8) {
+      if (M <= 8 || KA_MAXM == 8) return launch_mma<DT, 8>(A, B, C, M, N, K);
+      if constexpr (KA_MAXM >= 16)
+        if (M <= 16 || KA_MAXM == 16) return launch_mma<DT, 16>(A, B, C, M, N, K);
+      if constexpr (KA_MAXM >= 32)
+        if (M <= 32 || KA_MAXM == 32) return launch_mma<DT, 32>(A, B, C, M, N, K);
+      if constexpr (KA_MAXM >= 64) return launch_mma<DT, 64>(A, B, C, M, N, K);
+    }
+  } else {
+    if (aligned && M < 65535) {
+      if (M <= 1) return launch_skinny<DT, 1>(A, B, C, M, N, K);
+      if (M <= 2) return launch_skinny<DT, 2>(A, B, C, M, N, K);
+      if (M <= 4) return launch_skinny<DT, 4>(A, B, C, M, N, K);
+      if (M <= 8 || KA_MAXM == 8) return launch_skinny<DT, 8>(A, B, C, M, N, K);
+      if (M <= 16 || KA_MAXM == 16) return launch_skinny<DT, 16>(A, B, C, M, N, K);
+      return launch_skinny<DT, 32>(A, B, C, M, N, K);
+    }
   }
   const dim3 grid(static_cast<unsigned>((N + kT - 1) / kT), static_cast<unsigned>((M + kT - 1) / kT));
   auto* kernel = tiled_kernel<DT>;

@@ -29,6 +29,7 @@ struct EvalArgs {
   uint64_t seed = 0;
   int warmup = 10, iterations = 50;
   double timeout_s = 60;
+  double cut_slow = 0, cut_min_reference_us = 100;
 };
 
 std::vector<const Workload*> select_workloads(const Problem& p, const std::string& sel) {
@@ -75,6 +76,8 @@ void run_eval(const EvalArgs& a) {
   opt.seed = a.seed;
   opt.warmup = a.warmup;
   opt.iterations = a.iterations;
+  opt.cut_slow = a.cut_slow;
+  opt.cut_min_reference_us = a.cut_min_reference_us;
   opt.time = !a.no_time;
   opt.time_reference = !a.no_ref && !a.no_time;
   opt.time_compile = a.time_compile && opt.time_reference;
@@ -192,6 +195,13 @@ void register_eval(CLI::App& app) {
   cmd->add_option("--iterations", a.iterations, "Timed calls per measurement")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--timeout", a.timeout_s, "Seconds a worker may take for one check or timing run")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--cut-slow", a.cut_slow,
+                  "As `optimize --cut-slow`: a candidate this many times slower than the reference in a probe of "
+                  "1 + 3 calls keeps the probe as its timing (0: SOL-ExecBench's protocol on every workload)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--cut-min-reference-us", a.cut_min_reference_us,
+                  "Probe only where the reference takes at least this many µs a call")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e12));
   cmd->add_flag("--no-time", a.no_time, "Check correctness only");
   cmd->add_flag("--no-reference-time", a.no_ref, "Do not time the PyTorch reference");
   cmd->add_flag("--time-compile", a.time_compile, "Also time torch.compile of the reference (SOL score baseline)");

@@ -39,6 +39,17 @@ void register_optimize(CLI::App& app) {
   cmd->add_option("--timeout", timeout_s, "Seconds a worker may take for one check or timing run")->capture_default_str();
   cmd->add_option("--iterations", o.eval.iterations, "Timed calls per measurement")->capture_default_str();
   cmd->add_option("--warmup", o.eval.warmup, "Untimed calls before timing")->capture_default_str();
+  o.eval.cut_slow = 10;
+  cmd->add_option("--cut-slow", o.eval.cut_slow,
+                  "Where the reference takes >= --cut-min-reference-us a call, time a candidate first with 1 + 3 calls and keep that "
+                  "as its timing there when it is this many times slower than the reference, instead of the full "
+                  "protocol (recorded as 'cut' in the measurement; 0: every workload gets the full protocol)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--cut-min-reference-us", o.eval.cut_min_reference_us,
+                  "Probe (--cut-slow) only where the reference takes at least this many µs a call")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e12));
   cmd->add_flag("--no-progress", [](int64_t) { o.progress = false; }, "No live progress line");
   cmd->add_flag("--no-sol", [](int64_t) { o.sol = false; },
                 "No speed-of-light figures (by default: the device's calibration, measured once when missing, and "

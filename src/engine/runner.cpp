@@ -46,6 +46,8 @@ json eval_to_json(const EvalOptions& o) {
           {"time_reference", o.time_reference},
           {"time_compile", o.time_compile},
           {"keep_sets", o.keep_sets},
+          {"cut_slow", o.cut_slow},
+          {"cut_min_reference_us", o.cut_min_reference_us},
           {"log_dir", o.log_dir.string()}};
 }
 
@@ -62,6 +64,8 @@ EvalOptions eval_from_json(const json& j) {
   o.time_reference = j.at("time_reference");
   o.time_compile = j.at("time_compile");
   o.keep_sets = j.at("keep_sets");
+  o.cut_slow = j.at("cut_slow");
+  o.cut_min_reference_us = j.at("cut_min_reference_us");
   o.log_dir = j.at("log_dir").get<std::string>();
   return o;
 }
@@ -90,6 +94,7 @@ json workload_to_json(const WorkloadEval& w) {
           {"median_us", w.timing ? w.timing->median_us : 0.0},
           {"spread", w.timing ? w.timing->spread : 0.0},
           {"attempts", w.timing ? w.timing->attempts : 0},
+          {"cut", w.timing && w.timing->cut},
           {"reference_us", w.reference_us.value_or(0.0)},
           {"compile_us", w.compile_us.value_or(0.0)}};
 }
@@ -102,6 +107,7 @@ WorkloadResult workload_from_json(const json& j) {
   w.median_us = j.at("median_us");
   w.spread = j.at("spread");
   w.attempts = j.at("attempts");
+  w.cut = j.value("cut", false);
   w.reference_us = j.at("reference_us");
   w.compile_us = j.value("compile_us", 0.0);
   return w;

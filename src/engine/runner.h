@@ -45,6 +45,7 @@ struct WorkloadResult {
   double median_us = 0, spread = 0, reference_us = 0;  // 0 when not timed
   double compile_us = 0;                               // torch.compile'd reference; 0 when not timed
   int attempts = 0;
+  bool cut = false;  // timed by the probe only: slower than --cut-slow times the reference
 };
 
 // One candidate to judge. The engine fills the first part; the pool the rest, once judged.

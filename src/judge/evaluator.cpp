@@ -320,7 +320,23 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
       ev.workloads.push_back(std::move(w));
       continue;
     }
-    if (opt.time) {
+    if (opt.time && opt.cut_slow > 0 && w.reference_us && *w.reference_us >= opt.cut_min_reference_us) {
+      WorkerReply r = run_set(2 * k, "time", {{"warmup", 1}, {"iterations", 3}});
+      if (!r.ok) {
+        w.verdict = r.verdict;
+        w.message = "timing: " + r.message;
+        ev.workloads.push_back(std::move(w));
+        continue;
+      }
+      TimingStats t = summarize(r.header.at("samples_us").get<std::vector<double>>());
+      if (t.median_us > opt.cut_slow * *w.reference_us) {
+        t.activity = r.header.value("activity", std::vector<std::string>{});
+        t.attempts = 1;
+        t.cut = true;
+        w.timing = t;
+      }
+    }
+    if (opt.time && !w.timing) {
       std::optional<TimingStats> best;
       for (int attempt = 1; attempt <= opt.max_attempts; ++attempt) {
         WorkerReply r = run_set(2 * k, "time", {{"warmup", opt.warmup}, {"iterations", opt.iterations}});

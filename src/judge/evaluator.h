@@ -35,6 +35,12 @@ struct EvalOptions {
   bool time_reference = true;
   bool time_compile = false;                   // also time torch.compile of the reference (SOL baseline)
   bool keep_sets = true;                       // keep input sets in the worker (sent once per worker process)
+  // Search only (0 = off, SOL-ExecBench's protocol on every workload): where the reference takes
+  // at least cut_min_reference_us, a probe of 1 + 3 calls comes first, and a candidate slower than
+  // cut_slow times the reference there keeps the probe's median as its timing (TimingStats::cut)
+  // instead of 10 + 50 calls, up to max_attempts times: a hopeless candidate costs seconds, not minutes.
+  double cut_slow = 0;
+  double cut_min_reference_us = 100;
   // Host RAM for input sets sent with every call (the worker had no room, or !keep_sets): kept
   // while their total stays under this, else loaded (and regenerated) again for each call.
   size_t host_sets_bytes = size_t{8} << 30;
@@ -44,6 +50,7 @@ struct EvalOptions {
 struct TimingStats {
   double median_us = 0, mean_us = 0, min_us = 0, max_us = 0, p25_us = 0, p75_us = 0, spread = 0;
   int attempts = 0;
+  bool cut = false;  // the probe's calls only (EvalOptions::cut_slow)
   std::vector<double> samples_us;
   std::vector<std::string> activity;
 };

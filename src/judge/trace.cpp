@@ -64,7 +64,7 @@ json to_report(const Definition& def, const Candidate& c, const CandidateEval& e
     if (w.timing) {
       const auto& t = *w.timing;
       j["timing"] = {{"median_us", t.median_us}, {"mean_us", t.mean_us}, {"min_us", t.min_us}, {"max_us", t.max_us},
-                     {"p25_us", t.p25_us},       {"p75_us", t.p75_us},   {"spread", t.spread},  {"attempts", t.attempts},
+                     {"p25_us", t.p25_us},       {"p75_us", t.p75_us},   {"spread", t.spread},  {"attempts", t.attempts}, {"cut", t.cut},
                      {"samples", t.samples_us.size()}, {"activity", t.activity}};
       if (w.reference_us && t.median_us > 0) j["speedup"] = *w.reference_us / t.median_us;
     }

@@ -698,8 +698,22 @@ inline void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uin
 
 inline float bf(uint32_t bits16) { return __uint_as_float((bits16 & 0xffffu) << 16); }
 
-// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, D = A*B + C.
-inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+// IEEE binary16 bits to float (normals, subnormals, inf, NaN).
+inline float hf(uint32_t bits16) {
+  const uint32_t h = bits16 & 0xffffu, sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  uint32_t f;
+  if (e == 0) {
+    if (m == 0) return __uint_as_float(sign);
+    const float v = static_cast<float>(m) * (1.0f / 16777216.0f);  // m * 2^-24
+    return sign ? -v : v;
+  }
+  if (e == 31) f = sign | 0x7f800000u | (m << 13);
+  else f = sign | ((e + 112) << 23) | (m << 13);
+  return __uint_as_float(f);
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32, D = A*B + C (elements decoded by `el`).
+inline void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, float (*el)(uint32_t)) {
   struct In { uint32_t a[4], b[2]; float c[4]; };
   struct Out { float d[4]; };
   In in;
@@ -710,12 +724,12 @@ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
     float A[16][16], B[16][8], C[16][8];
     for (int t = 0; t < 32; ++t) {
       const int g = t / 4, q = t % 4;
-      A[g][2 * q] = bf(x[t].a[0]), A[g][2 * q + 1] = bf(x[t].a[0] >> 16);
-      A[g + 8][2 * q] = bf(x[t].a[1]), A[g + 8][2 * q + 1] = bf(x[t].a[1] >> 16);
-      A[g][2 * q + 8] = bf(x[t].a[2]), A[g][2 * q + 9] = bf(x[t].a[2] >> 16);
-      A[g + 8][2 * q + 8] = bf(x[t].a[3]), A[g + 8][2 * q + 9] = bf(x[t].a[3] >> 16);
-      B[2 * q][g] = bf(x[t].b[0]), B[2 * q + 1][g] = bf(x[t].b[0] >> 16);
-      B[2 * q + 8][g] = bf(x[t].b[1]), B[2 * q + 9][g] = bf(x[t].b[1] >> 16);
+      A[g][2 * q] = el(x[t].a[0]), A[g][2 * q + 1] = el(x[t].a[0] >> 16);
+      A[g + 8][2 * q] = el(x[t].a[1]), A[g + 8][2 * q + 1] = el(x[t].a[1] >> 16);
+      A[g][2 * q + 8] = el(x[t].a[2]), A[g][2 * q + 9] = el(x[t].a[2] >> 16);
+      A[g + 8][2 * q + 8] = el(x[t].a[3]), A[g + 8][2 * q + 9] = el(x[t].a[3] >> 16);
+      B[2 * q][g] = el(x[t].b[0]), B[2 * q + 1][g] = el(x[t].b[0] >> 16);
+      B[2 * q + 8][g] = el(x[t].b[1]), B[2 * q + 9][g] = el(x[t].b[1] >> 16);
       C[g][2 * q] = x[t].c[0], C[g][2 * q + 1] = x[t].c[1];
       C[g + 8][2 * q] = x[t].c[2], C[g + 8][2 * q + 1] = x[t].c[3];
     }
@@ -734,6 +748,8 @@ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
   });
   for (int i = 0; i < 4; ++i) c[i] = o.d[i];
 }
+inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { mma_16816(c, a, b0, b1, bf); }
+inline void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { mma_16816(c, a, b0, b1, hf); }
 
 // ── Hopper warpgroup MMA (wgmma) ──
 // Matrix descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address >> 4, 16-29
