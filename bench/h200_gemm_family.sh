@@ -195,7 +195,7 @@ declare -A SK=(
   [s10_w8_kw2_u4_m16_rw2]="WARPS=8 KW=2 UNROLL=4 MAXM=16 RW=2"
   [s11_w4_kw4_u1_m32_rw2]="WARPS=4 KW=4 UNROLL=1 MAXM=32 RW=2"
   [s12_w8_kw8_u2_m16_rw2]="WARPS=8 KW=8 UNROLL=2 MAXM=16 RW=2"
-  # MMA = 1: the tensor-core kernel (mma.sync m16n8k16 swap-AB, operands straight from global memory)
+  # MMA = 1: the tensor-core kernel (mma.sync m16n8k16 swap-AB, B through a per-warp cp.async ring)
   [m01_w8_kw8_u2_m16]="MMA=1 WARPS=8 KW=8 UNROLL=2 MAXM=16 RW=1"
   [m02_w8_kw4_u2_m16_rw2]="MMA=1 WARPS=8 KW=4 UNROLL=2 MAXM=16 RW=2"
   [m03_w8_kw8_u1_m64]="MMA=1 WARPS=8 KW=8 UNROLL=1 MAXM=64 RW=1"
@@ -204,6 +204,8 @@ declare -A SK=(
   [m06_w8_kw2_u2_m8_rw2]="MMA=1 WARPS=8 KW=2 UNROLL=2 MAXM=8 RW=2"
   [m07_w8_kw8_u4_m8]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=8 RW=1"
   [m08_w4_kw2_u2_m32]="MMA=1 WARPS=4 KW=2 UNROLL=2 MAXM=32 RW=1"
+  [m09_w8_kw8_u4_m16]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=16 RW=1"
+  [m10_w4_kw4_u4_m16_rw2]="MMA=1 WARPS=4 KW=4 UNROLL=4 MAXM=16 RW=2"
 )
 # SKINNY_LABELS (a regex) keeps only the matching small-M points (with SKINNY_ONLY=1 nothing else is
 # built or run).

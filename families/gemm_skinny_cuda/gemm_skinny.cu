@@ -247,21 +247,47 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 
 // ── the tensor-core kernel (MMA = 1) ─────────────────────────────────────────────────────────────
 // Swap-AB with mma.sync m16n8k16: rows of B are the MMA's M side (16 per row tile, RW tiles per
-// warp), rows of A its N side (MB / 8 tiles of 8). Both operands come straight from global memory
-// in 16-byte loads, no shared-memory staging: K is walked in chunks of 32, lane (g = lane / 4,
-// q = lane % 4) loading elements 8q..8q+7 of the chunk of B rows g and g + 8 (each row tile) and of
-// A row g (each A tile). The products are order-free in K, so the two MMAs of a chunk take a
-// permuted K: MMA s (0, 1) gives its logical k = 2q + j the chunk's element 8q + 4s + j and
-// logical k = 2q + 8 + j the element 8q + 4s + 2 + j (j = 0, 1), the same permutation on both
-// operands, which is exactly the 32-bit words 2s and 2s + 1 of each lane's 16-byte loads in the
-// fragment registers the PTX ISA prescribes. KW warps split K as the CUDA-core kernel does, and
-// shared memory sums them.
+// warp), rows of A its N side (MB / 8 tiles of 8). Each warp streams its rows of B through a ring of
+// UNROLL + 1 stages of its own in shared memory: a stage is 64 K of every row (one 128-byte line),
+// copied by cp.async in whole lines (4 rows per instruction, 16 bytes per lane; the 16-byte vector
+// v of row r stored at v ^ (r % 8), so the reads below hit 32 distinct banks), UNROLL stages in
+// flight. The products are order-free in K, so each chunk of 32 K takes a permuted K: MMA s (0, 1)
+// gives its logical k = 2q + j the chunk's element 8q + 4s + j and logical k = 2q + 8 + j the
+// element 8q + 4s + 2 + j (j = 0, 1; q = lane % 4), the same on both operands, which makes the
+// fragment registers the PTX ISA prescribes exactly the 32-bit words 2s and 2s + 1 of one 16-byte
+// read per row (B rows lane / 4 and lane / 4 + 8 from shared memory; A row lane / 4 straight from
+// global memory, small and cache-resident). KW warps split K as the CUDA-core kernel does, and
+// shared memory (the rings, reused) sums them.
+#ifdef KA_EMULATE
+using ka_emu_ops::cp_async_16;
+using ka_emu_ops::cp_async_commit;
+using ka_emu_ops::smem_u32;
+template <int N>
+inline void cp_async_wait_n() { ka_emu_ops::cp_async_wait(N); }
+#else
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait_n() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+constexpr int kStages = KA_UNROLL + 1;                   // MMA = 1: ring stages per warp
+constexpr int kStageBytes = 16 * KA_RW * 128;            // 64 K of the warp's 16·RW rows
+constexpr size_t mma_smem_bytes(int mb) {
+  const size_t ring = static_cast<size_t>(KA_WARPS) * kStages * kStageBytes;
+  const size_t red = sizeof(float) * KA_WARPS * 16 * KA_RW * static_cast<size_t>(mb);
+  return ring > red ? ring : red;
+}
+
 template <int DT, int MB>
 __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
                                                             uint16_t* __restrict__ C, int M, int N, int K) {
   constexpr int kNT = MB / 8, kRT = KA_RW;  // A tiles of 8 rows, B tiles of 16 rows
   KA_DYN_SMEM(smem);
-  float* part = reinterpret_cast<float*>(smem);  // [WARPS][16 * RW][MB]
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = warp / KA_KW, kw = warp % KA_KW, lg = lane / 4, lq = lane % 4;
   const int n0 = (static_cast<int>(blockIdx.x) * kGroups + g) * kWarpRows;  // the warp's first row of B
@@ -277,49 +303,73 @@ __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __re
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[r][t][i] = 0.f;
   const int nvec = K / 8;  // 16-byte vectors per row
-  const int chunks = (K + 31) / 32;
-  const int per = (chunks + KA_KW - 1) / KA_KW;
-  const int c0 = kw * per, c1 = chunks < c0 + per ? chunks : c0 + per;
+  const int tiles = (K + 63) / 64;
+  const int per = (tiles + KA_KW - 1) / KA_KW;
+  const int t0 = kw * per, t1 = tiles < t0 + per ? tiles : t0 + per;
+  const int nt = t1 > t0 ? t1 - t0 : 0;  // this warp's K tiles
+  unsigned char* ring = smem + static_cast<size_t>(warp) * kStages * kStageBytes;
   const uint4* bv = reinterpret_cast<const uint4*>(B);
   const uint4* av = reinterpret_cast<const uint4*>(A);
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  if (n0 < N) {
-    for (int c = c0; c < c1; c += KA_UNROLL) {
-      uint4 b[KA_UNROLL][kRT][2], a[KA_UNROLL][kNT];  // rows past N or M, and vectors past K, read as zeros
+  // Stage i <- K tile t0 + i: instruction j copies rows 4j .. 4j + 3 (lane / 8), vector lane % 8.
+  auto issue = [&](int i) {
+    if (i < nt) {
+      unsigned char* st = ring + (i % kStages) * kStageBytes;
+      const int v = (t0 + i) * 8 + lane % 8;
 #pragma unroll
-      for (int u = 0; u < KA_UNROLL; ++u) {
-        const int v = (c + u) * 4 + lq;  // this lane's vector of the chunk
-        const bool in = c + u < c1 && v < nvec;
+      for (int j = 0; j < 4 * KA_RW; ++j) {
+        const int r = 4 * j + lane / 8, row = n0 + r;
+        const bool in = row < N && v < nvec;
+        cp_async_16(smem_u32(st + r * 128 + (((lane % 8) ^ (r % 8)) * 16)), in ? bv + static_cast<size_t>(row) * nvec + v : bv,
+                    in ? 16 : 0);
+      }
+    }
+    cp_async_commit();  // an empty group past the end keeps the wait counts uniform
+  };
+  if (n0 < N) {
+#pragma unroll
+    for (int i = 0; i < kStages - 1; ++i) issue(i);
+    for (int i = 0; i < nt; ++i) {
+      cp_async_wait_n<kStages - 2>();
+      __syncwarp();
+      const unsigned char* st = ring + (i % kStages) * kStageBytes;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {  // two chunks of 32 K per stage
+        const int vs = 4 * c + lq;    // this lane's vector of the stage's 8
+        const int v = (t0 + i) * 8 + vs;
+        uint4 a[kNT], b[kRT][2];
+#pragma unroll
+        for (int t = 0; t < kNT; ++t) {
+          const int row = 8 * t + lg;
+          a[t] = row < M && v < nvec ? __ldg(av + static_cast<size_t>(row) * nvec + v) : zero;
+        }
 #pragma unroll
         for (int r = 0; r < kRT; ++r)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int row = n0 + 16 * r + 8 * h + lg;
-            b[u][r][h] = in && row < N ? __ldg(bv + static_cast<size_t>(row) * nvec + v) : zero;
+            const int rr = 16 * r + 8 * h + lg;
+            b[r][h] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ (rr % 8)) * 16));
           }
 #pragma unroll
-        for (int t = 0; t < kNT; ++t) {
-          const int row = 8 * t + lg;
-          a[u][t] = in && row < M ? __ldg(av + static_cast<size_t>(row) * nvec + v) : zero;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < KA_UNROLL; ++u)
-#pragma unroll
-        for (int s = 0; s < 2; ++s)
+        for (int s2 = 0; s2 < 2; ++s2)
 #pragma unroll
           for (int r = 0; r < kRT; ++r) {
-            const uint32_t lo[4] = {b[u][r][0].x, b[u][r][0].y, b[u][r][0].z, b[u][r][0].w};
-            const uint32_t hi[4] = {b[u][r][1].x, b[u][r][1].y, b[u][r][1].z, b[u][r][1].w};
-            const uint32_t fa[4] = {lo[2 * s], hi[2 * s], lo[2 * s + 1], hi[2 * s + 1]};
+            const uint32_t lo[4] = {b[r][0].x, b[r][0].y, b[r][0].z, b[r][0].w};
+            const uint32_t hi[4] = {b[r][1].x, b[r][1].y, b[r][1].z, b[r][1].w};
+            const uint32_t fa[4] = {lo[2 * s2], hi[2 * s2], lo[2 * s2 + 1], hi[2 * s2 + 1]};
 #pragma unroll
             for (int t = 0; t < kNT; ++t) {
-              const uint32_t w[4] = {a[u][t].x, a[u][t].y, a[u][t].z, a[u][t].w};
-              mma16816<DT>(acc[r][t], fa, w[2 * s], w[2 * s + 1]);
+              const uint32_t w[4] = {a[t].x, a[t].y, a[t].z, a[t].w};
+              mma16816<DT>(acc[r][t], fa, w[2 * s2], w[2 * s2 + 1]);
             }
           }
+      }
+      issue(i + kStages - 1);  // into stage i - 1's slot: every lane left it before this iteration's __syncwarp
     }
+    cp_async_wait_n<0>();
   }
+  __syncthreads();  // the rings become the reduction buffer
+  float* part = reinterpret_cast<float*>(smem);  // [WARPS][16 * RW][MB]
   // acc[r][t]: {0, 1} = rows (of B) 16r + lg, columns (rows of A) 8t + 2lq + {0, 1}; {2, 3} = rows 16r + lg + 8.
 #pragma unroll
   for (int r = 0; r < kRT; ++r)
@@ -384,10 +434,14 @@ void launch_skinny(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int
 
 template <int DT, int MB>
 void launch_mma(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
-  static_assert(sizeof(float) * KA_WARPS * kWarpRows * MB <= 48 * 1024, "the reduction buffer must fit 48 KB");
+  constexpr size_t smem = mma_smem_bytes(MB);
   const dim3 grid(static_cast<unsigned>((N + kRows - 1) / kRows), static_cast<unsigned>((M + MB - 1) / MB));
   auto* kernel = mma_kernel<DT, MB>;
-  KA_LAUNCH(kernel, grid, dim3(KA_WARPS * 32), sizeof(float) * KA_WARPS * kWarpRows * MB, A, B, C, M, N, K);
+  if constexpr (smem > 48 * 1024) {
+    static bool set = false;  // once per instantiation (and process)
+    if (!set) set = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) == cudaSuccess;
+  }
+  KA_LAUNCH(kernel, grid, dim3(KA_WARPS * 32), smem, A, B, C, M, N, K);
 }
 
 template <int DT>
