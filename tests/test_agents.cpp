@@ -240,6 +240,27 @@ TEST(Agents, ExplorerSpreadsOut) {
   EXPECT_GE(min_d, 0.5);
 }
 
+TEST(Agents, ExplorerStartsFromTheFamiliesSeeds) {
+  Synth s;
+  // A + C <= 8 holds for the first two seeds; the third (A = 7, C = 2) is not a point here.
+  s.fam.seeds = {{{{"A", 1}, {"B", 64}, {"C", 0}}, "measured elsewhere"},
+                 {{{"A", 7}, {"B", 2}, {"C", 2}}, "valid on another problem"},
+                 {{{"A", 3}, {"B", 8}, {"C", 2}}, "measured elsewhere"}};
+  auto a = make_agent("explorer", 4);
+  Trace t = drive(*a, s.ctx, 4);
+  ASSERT_EQ(t.proposals.size(), 4u);
+  EXPECT_EQ(t.proposals[0].knobs, (Knobs{{"A", 1}, {"B", 64}, {"C", 0}}));
+  EXPECT_EQ(t.proposals[1].knobs, (Knobs{{"A", 3}, {"B", 8}, {"C", 2}}));
+  // Then space filling: nothing proposed twice.
+  EXPECT_NE(t.proposals[2].knobs, t.proposals[0].knobs);
+  EXPECT_NE(t.proposals[3].knobs, t.proposals[1].knobs);
+  // The other agents do not take the seeds.
+  Synth u;
+  u.fam.seeds = s.fam.seeds;
+  auto e = make_agent("exploiter", 4);
+  EXPECT_NE(e->propose(u.ctx)->knobs, (Knobs{{"A", 1}, {"B", 64}, {"C", 0}}));
+}
+
 TEST(Agents, TransferStartsFromAnotherProblemsBestConfig) {
   Synth s;
   const Knobs theirs{{"A", 2}, {"B", 8}, {"C", 0}};

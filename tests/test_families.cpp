@@ -146,6 +146,28 @@ TEST(Families, OtherFaultsNameTheField) {
   EXPECT_TRUE(has(user_error_of([&] { load_family(t.path / "nothing"); }), "family.json"));
 }
 
+TEST(Families, Seeds) {
+  TempDir t;
+  const std::string seeded = replaced(kGoodFamily, "\"defines\"",
+                                      "\"seeds\": [{\"knobs\": {\"VEC\": 4, \"THREADS\": 64}, \"why\": \"measured\"}], \"defines\"");
+  Family f = load_family(write_family(t, seeded));
+  ASSERT_EQ(f.seeds.size(), 1u);
+  EXPECT_EQ(f.seeds[0].knobs, (Knobs{{"VEC", 4}, {"THREADS", 64}}));
+  EXPECT_EQ(f.seeds[0].why, "measured");
+  EXPECT_TRUE(has(load_error(replaced(seeded, "\"VEC\": 4,", "\"VEC\": 3,")), "seeds[0].knobs.VEC"));
+  EXPECT_TRUE(has(load_error(replaced(seeded, "\"VEC\": 4,", "\"WIDTH\": 4,")), "seeds[0].knobs.WIDTH"));
+  EXPECT_TRUE(has(load_error(replaced(seeded, "\"VEC\": 4, ", "")), "lacks knob 'VEC'"));
+  EXPECT_TRUE(has(load_error(replaced(seeded, "\"measured\"", "\"\"")), "seeds[0].why"));
+  EXPECT_TRUE(has(load_error(replaced(seeded, "\"why\"", "\"note\"")), "seeds[0].note"));
+  EXPECT_TRUE(has(load_error(replaced(kGoodFamily, "\"defines\"", "\"seeds\": {\"a\": 1}, \"defines\"")), "'seeds'"));
+  // Every shipped seed names a point of its family (the loader checks domains); the GEMM and
+  // attention families carry the points the H200 runs found best.
+  const std::set<std::string> seeded_families{"gemm_hopper_cuda", "gemm_skinny_cuda", "gqa_decode_cuda",
+                                               "mla_decode_cuda",  "gqa_prefill_cuda", "mla_prefill_cuda"};
+  for (const auto& fam : load_families())
+    if (seeded_families.count(fam.name)) EXPECT_FALSE(fam.seeds.empty()) << fam.name;
+}
+
 TEST(Families, DuplicateNamesAcrossFolders) {
   TempDir t;
   write_family(t, kGoodFamily, "a");

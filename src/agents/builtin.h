@@ -4,8 +4,9 @@
 
 namespace ka::search {
 
-// explorer: space filling. The first point is random; then the unseen point farthest from
-// everything seen (maximin over normalised knob indices), ties broken in a seeded random order.
+// explorer: space filling. First the families' seeds valid here (family.json: points measured good
+// elsewhere); then a random point; then the unseen point farthest from everything seen (maximin
+// over normalised knob indices), ties broken in a seeded random order.
 class Explorer : public SearchAgent {
  public:
   explicit Explorer(uint64_t seed, std::string name = "explorer") : SearchAgent(std::move(name), seed) {}

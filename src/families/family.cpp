@@ -140,7 +140,7 @@ Family load_family(const std::filesystem::path& dir) {
   }
   if (!j.is_object()) user_error("{}: the file must hold a JSON object, got {}", where, j.type_name());
   static const std::set<std::string> kFields{"name", "target", "source", "entry", "description", "applies_to",
-                                             "knobs", "constraints", "defines", "compile_options"};
+                                             "knobs", "constraints", "defines", "compile_options", "seeds"};
   for (const auto& [k, v] : j.items())
     if (!kFields.count(k)) user_error("{}: unknown field '{}'", where, k);
 
@@ -255,6 +255,34 @@ Family load_family(const std::filesystem::path& dir) {
     for (const auto& [k, v] : co.items()) {
       if (k != "cflags" && k != "cuda_cflags" && k != "ld_flags") user_error("{}: unknown field 'compile_options.{}'", where, k);
       f.compile_options[k] = string_list(co, k.c_str(), where, "compile_options.");
+    }
+  }
+
+  // seeds: [{"knobs": {NAME: value, ...every knob...}, "why": "evidence"}]
+  if (j.contains("seeds")) {
+    const ojson& sd = j["seeds"];
+    if (!sd.is_array()) user_error("{}: field 'seeds' must be a list of {{\"knobs\": {{...}}, \"why\": \"...\"}}", where);
+    for (size_t i = 0; i < sd.size(); ++i) {
+      const ojson& e = sd[i];
+      const std::string at = fmt::format("seeds[{}]", i);
+      if (!e.is_object()) user_error("{}: field '{}' must be an object", where, at);
+      for (const auto& [k, v] : e.items())
+        if (k != "knobs" && k != "why") user_error("{}: unknown field '{}.{}'", where, at, k);
+      if (!e.contains("why") || !e["why"].is_string() || e["why"].get<std::string>().empty())
+        user_error("{}: field '{}.why' must say where the point was measured good (a non-empty string)", where, at);
+      if (!e.contains("knobs") || !e["knobs"].is_object()) user_error("{}: field '{}.knobs' must be an object", where, at);
+      Family::Seed s;
+      s.why = e["why"].get<std::string>();
+      for (const auto& [name, v] : e["knobs"].items()) {
+        const auto* dom = f.domain(name);
+        if (!dom) user_error("{}: field '{}.knobs.{}': the family has no knob '{}'", where, at, name, name);
+        if (!v.is_number_integer() || std::find(dom->begin(), dom->end(), v.get<int64_t>()) == dom->end())
+          user_error("{}: field '{}.knobs.{}': {} is not in the knob's domain", where, at, name, v.dump());
+        s.knobs[name] = v.get<int64_t>();
+      }
+      for (const auto& [name, dom] : f.knobs)
+        if (!s.knobs.count(name)) user_error("{}: field '{}.knobs' lacks knob '{}' (a seed names every knob)", where, at, name);
+      f.seeds.push_back(std::move(s));
     }
   }
   return f;

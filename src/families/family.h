@@ -49,6 +49,14 @@ struct Family {
   std::vector<std::string> op_types, dtypes, requires_axes;
   std::map<std::string, std::string> defines;   // name -> spec
   nlohmann::json compile_options;
+  // Seeds: points measured good somewhere (family.json "seeds": [{"knobs": {...}, "why": "..."}]),
+  // each with the evidence; the explorer proposes those valid for a problem before filling the
+  // space. Knob names and domains are checked at load; constraints only per problem.
+  struct Seed {
+    Knobs knobs;
+    std::string why;
+  };
+  std::vector<Seed> seeds;
 
   bool applies_to(const Problem& p) const;
   // The problem-derived defines (UserError when a spec cannot be satisfied).
