@@ -247,17 +247,18 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 
 // ── the tensor-core kernel (MMA = 1) ─────────────────────────────────────────────────────────────
 // Swap-AB with mma.sync m16n8k16: rows of B are the MMA's M side (16 per row tile, RW tiles per
-// warp), rows of A its N side (MB / 8 tiles of 8). Each warp streams its rows of B through a ring of
-// UNROLL + 1 stages of its own in shared memory: a stage is 64 K of every row (one 128-byte line),
-// copied by cp.async in whole lines (4 rows per instruction, 16 bytes per lane; the 16-byte vector
-// v of row r stored at v ^ (r % 8), so the reads below hit 32 distinct banks), UNROLL stages in
-// flight. The products are order-free in K, so each chunk of 32 K takes a permuted K: MMA s (0, 1)
-// gives its logical k = 2q + j the chunk's element 8q + 4s + j and logical k = 2q + 8 + j the
+// warp), rows of A its N side (MB / 8 tiles of 8). Each warp streams its rows of B, and the rows of
+// A, through a ring of UNROLL + 1 stages of its own in shared memory: a stage is 64 K of every row
+// (one 128-byte line), copied by cp.async in whole lines (4 rows per instruction, 16 bytes per
+// lane; the 16-byte vector v of row r stored at v ^ (r % 8), so the reads below hit 32 distinct
+// banks), UNROLL stages in flight; rows of A at or past M are zero-filled, not read. The products
+// are order-free in K, so each chunk of 32 K takes a permuted K: MMA s (0, 1) gives its logical k = 2q + j the chunk's element 8q + 4s + j and logical k = 2q + 8 + j the
 // element 8q + 4s + 2 + j (j = 0, 1; q = lane % 4), the same on both operands, which makes the
 // fragment registers the PTX ISA prescribes exactly the 32-bit words 2s and 2s + 1 of one 16-byte
-// read per row (B rows lane / 4 and lane / 4 + 8 from shared memory; A row lane / 4 straight from
-// global memory, small and cache-resident). KW warps split K as the CUDA-core kernel does, and
-// shared memory (the rings, reused) sums them.
+// read per row (B rows lane / 4 and lane / 4 + 8, A row lane / 4 of each tile). (A first came
+// straight from global memory, on the loop's critical path: 0.73-0.92x torch.matmul on 007 at
+// M <= 16, bench/RESULTS.md.) KW warps split K as the CUDA-core kernel does, and shared memory
+// (the rings, reused) sums them.
 #ifdef KA_EMULATE
 using ka_emu_ops::cp_async_16;
 using ka_emu_ops::cp_async_commit;
@@ -276,9 +277,10 @@ __device__ __forceinline__ void cp_async_wait_n() {
 }
 #endif
 constexpr int kStages = KA_UNROLL + 1;                   // MMA = 1: ring stages per warp
-constexpr int kStageBytes = 16 * KA_RW * 128;            // 64 K of the warp's 16·RW rows
+// A stage: 64 K of the warp's 16·RW rows of B, then of MB rows of A.
+constexpr int stage_bytes(int mb) { return (16 * KA_RW + mb) * 128; }
 constexpr size_t mma_smem_bytes(int mb) {
-  const size_t ring = static_cast<size_t>(KA_WARPS) * kStages * kStageBytes;
+  const size_t ring = static_cast<size_t>(KA_WARPS) * kStages * stage_bytes(mb);
   const size_t red = sizeof(float) * KA_WARPS * 16 * KA_RW * static_cast<size_t>(mb);
   return ring > red ? ring : red;
 }
@@ -287,6 +289,7 @@ template <int DT, int MB>
 __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
                                                             uint16_t* __restrict__ C, int M, int N, int K) {
   constexpr int kNT = MB / 8, kRT = KA_RW;  // A tiles of 8 rows, B tiles of 16 rows
+  constexpr int kStageBytes = stage_bytes(MB), kBRows = 16 * KA_RW;
   KA_DYN_SMEM(smem);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = warp / KA_KW, kw = warp % KA_KW, lg = lane / 4, lq = lane % 4;
@@ -310,18 +313,20 @@ __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __re
   unsigned char* ring = smem + static_cast<size_t>(warp) * kStages * kStageBytes;
   const uint4* bv = reinterpret_cast<const uint4*>(B);
   const uint4* av = reinterpret_cast<const uint4*>(A);
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  // Stage i <- K tile t0 + i: instruction j copies rows 4j .. 4j + 3 (lane / 8), vector lane % 8.
+  // Stage i <- K tile t0 + i: instruction j copies stage rows 4j .. 4j + 3 (lane / 8), vector
+  // lane % 8; stage rows below kBRows are rows n0 + r of B, the rest rows r - kBRows of A.
   auto issue = [&](int i) {
     if (i < nt) {
       unsigned char* st = ring + (i % kStages) * kStageBytes;
       const int v = (t0 + i) * 8 + lane % 8;
 #pragma unroll
-      for (int j = 0; j < 4 * KA_RW; ++j) {
-        const int r = 4 * j + lane / 8, row = n0 + r;
-        const bool in = row < N && v < nvec;
-        cp_async_16(smem_u32(st + r * 128 + (((lane % 8) ^ (r % 8)) * 16)), in ? bv + static_cast<size_t>(row) * nvec + v : bv,
-                    in ? 16 : 0);
+      for (int j = 0; j < (kBRows + MB) / 4; ++j) {
+        const int r = 4 * j + lane / 8;
+        const bool is_b = r < kBRows;
+        const int row = is_b ? n0 + r : r - kBRows;
+        const bool in = (is_b ? row < N : row < M) && v < nvec;
+        const uint4* src = (is_b ? bv : av) + (in ? static_cast<size_t>(row) * nvec + v : 0);
+        cp_async_16(smem_u32(st + r * 128 + (((lane % 8) ^ (r % 8)) * 16)), src, in ? 16 : 0);
       }
     }
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
@@ -336,12 +341,11 @@ __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __re
 #pragma unroll
       for (int c = 0; c < 2; ++c) {  // two chunks of 32 K per stage
         const int vs = 4 * c + lq;    // this lane's vector of the stage's 8
-        const int v = (t0 + i) * 8 + vs;
         uint4 a[kNT], b[kRT][2];
 #pragma unroll
         for (int t = 0; t < kNT; ++t) {
-          const int row = 8 * t + lg;
-          a[t] = row < M && v < nvec ? __ldg(av + static_cast<size_t>(row) * nvec + v) : zero;
+          const int rr = kBRows + 8 * t + lg;
+          a[t] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ (rr % 8)) * 16));
         }
 #pragma unroll
         for (int r = 0; r < kRT; ++r)
