@@ -498,6 +498,9 @@ TEST(LibraryFamily, CompilesWithNvccForSm90a) {
                                   {"LT_FALLBACK", library::table_define({{1, 1, cfg(21)}})}});
   RunResult r = test::nvcc_judge_build(nvcc, cand, "-gencode=arch=compute_90a,code=sm_90a", false);
   EXPECT_TRUE(r.ok()) << r.output;
+  // A bare point (what a search agent proposes): no table, the heuristic's first choice at run time.
+  RunResult bare = test::nvcc_judge_build(nvcc, f.instantiate({{"WS_MB", 32}}, p), "-gencode=arch=compute_90a,code=sm_90a", false);
+  EXPECT_TRUE(bare.ok()) << bare.output;
 }
 
 }  // namespace
