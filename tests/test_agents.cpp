@@ -459,14 +459,21 @@ struct Ranged : Synth {
 
 const Knobs kSmallWinner{{"A", 2}, {"B", 8}, {"C", 0}};
 
+// An exploiter that observed the whole problem's best (kOptimum, 10 µs everywhere) and a point of
+// synth_b twice as fast at M <= 2 and five times slower above (kSmallWinner).
+std::unique_ptr<Agent> exploiter_with_two_winners(const Ranged& r) {
+  auto a = make_agent("exploiter", 3);
+  a->observe(r.obs("synth", kOptimum, {10, 10, 10, 10}, 1, "exploiter"));
+  a->observe(r.obs("synth_b", kSmallWinner, {5, 5, 50, 50}, 11, "exploiter"));
+  return a;
+}
+
 TEST(Agents, RangeWinnerIsPublishedScopedToItsRange) {
   for (bool piecewise : {false, true}) {
     SCOPED_TRACE(piecewise);
     Ranged r;
     if (piecewise) r.ctx.piecewise_axis = "M";
-    auto a = make_agent("exploiter", 3);
-    a->observe(r.obs("synth", kOptimum, {10, 10, 10, 10}, 1, "exploiter"));
-    a->observe(r.obs("synth_b", kSmallWinner, {5, 5, 50, 50}, 11, "exploiter"));
+    auto a = exploiter_with_two_winners(r);
     // Within 2% of the best elsewhere: wins nothing.
     a->observe(r.obs("synth_b", Knobs{{"A", 0}, {"B", 1}, {"C", 0}}, {12, 12, 9.9, 60}, 21, "exploiter"));
     std::vector<Finding> fs = a->conclude(r.ctx);
@@ -495,9 +502,7 @@ TEST(Agents, ExploiterAlternatesWithRangeWinners) {
     SCOPED_TRACE(piecewise);
     Ranged r;
     if (piecewise) r.ctx.piecewise_axis = "M";
-    auto a = make_agent("exploiter", 3);
-    a->observe(r.obs("synth", kOptimum, {10, 10, 10, 10}, 1, "exploiter"));
-    a->observe(r.obs("synth_b", kSmallWinner, {5, 5, 50, 50}, 11, "exploiter"));
+    auto a = exploiter_with_two_winners(r);
     std::vector<std::string> fams;
     for (int i = 0; i < 4; ++i) {
       auto p = a->propose(r.ctx);

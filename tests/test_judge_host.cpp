@@ -25,10 +25,8 @@ struct Eval {
   std::string output;
 };
 
-Eval eval(const fs::path& solution, const fs::path& cache, std::vector<std::string> extra = {}) {
-  std::vector<std::string> cmd{KA_BINARY, "eval", kProblem.string(), "--solution", solution.string(), "--workloads", "1",
-                               "--timeout", "5", "--no-reference-time", "--iterations", "5", "--warmup", "1", "--json"};
-  cmd.insert(cmd.end(), extra.begin(), extra.end());
+// Runs `kernelarc eval ... --json` and parses the report it prints.
+Eval run_eval(const std::vector<std::string>& cmd, const fs::path& cache) {
   ka::RunResult r = ka::run_command(cmd, std::chrono::minutes(5), {"KERNELARC_CACHE=" + cache.string()});
   Eval e;
   e.exit_code = r.exit_code;
@@ -36,6 +34,13 @@ Eval eval(const fs::path& solution, const fs::path& cache, std::vector<std::stri
   auto start = r.output.find("{\n");
   if (start != std::string::npos) e.report = json::parse(r.output.substr(start), nullptr, false);
   return e;
+}
+
+Eval eval(const fs::path& solution, const fs::path& cache, std::vector<std::string> extra = {}) {
+  std::vector<std::string> cmd{KA_BINARY, "eval", kProblem.string(), "--solution", solution.string(), "--workloads", "1",
+                               "--timeout", "5", "--no-reference-time", "--iterations", "5", "--warmup", "1", "--json"};
+  cmd.insert(cmd.end(), extra.begin(), extra.end());
+  return run_eval(cmd, cache);
 }
 
 fs::path shared_cache() { return fs::path(KA_BUILD_DIR) / "test-cache"; }
@@ -173,13 +178,7 @@ TEST(JudgeHost, HopelessCandidateIsCutAfterTheProbe) {
                                  (kRoot / "examples/solutions/rmsnorm_h128/rmsnorm_host.cpp").string(),
                                  "--workloads", "1", "--timeout", "20", "--iterations", "9", "--warmup", "1", "--json",
                                  "--no-sol", "--cut-slow", cut_slow, "--cut-min-reference-us", "0"};
-    ka::RunResult r = ka::run_command(cmd, std::chrono::minutes(5), {"KERNELARC_CACHE=" + shared_cache().string()});
-    Eval e;
-    e.exit_code = r.exit_code;
-    e.output = r.output;
-    auto start = r.output.find("{\n");
-    if (start != std::string::npos) e.report = json::parse(r.output.substr(start), nullptr, false);
-    return e;
+    return run_eval(cmd, shared_cache());
   };
   for (const auto& [f, cut, samples] : {std::tuple{"1e-9", true, 3}, std::tuple{"1e9", false, 9}, std::tuple{"0", false, 9}}) {
     SCOPED_TRACE(f);

@@ -377,21 +377,19 @@ std::vector<Finding> SearchAgent::conclude(const AgentContext& ctx) {
   // Range winners (with a piecewise axis): a point of the agent's own that is the fastest, by
   // kRangeWinGain, on some workloads, once per point, as a best_config scoped to the axis range
   // those workloads span (bucket) and citing their measurements; not the agent's whole-problem best.
-  {
-    for (const RangeWin& r : range_winners(ctx, st, /*own_only=*/true)) {
-      const Point& p = st.space->points[r.point];
-      if (best && st.space->find(best->proposal.family, best->proposal.knobs) == std::optional<size_t>(r.point)) continue;
-      if (!st.range_published.insert(p.key).second) continue;
-      Finding f = base("best_config");
-      f.bucket = r.lo == r.hi ? fmt::format("{}={}", ctx.piecewise_axis, r.lo)
-                              : fmt::format("{}<={}<={}", r.lo, ctx.piecewise_axis, r.hi);
-      f.claim = {{"family", st.space->families[p.family]->name},
-                 {"knobs", json(p.knobs)},
-                 {"median_us", r.worst_us},
-                 {"workloads_won", r.won}};
-      f.cites = r.cites;
-      out.push_back(std::move(f));
-    }
+  for (const RangeWin& r : range_winners(ctx, st, /*own_only=*/true)) {
+    const Point& p = st.space->points[r.point];
+    if (best && st.space->find(best->proposal.family, best->proposal.knobs) == std::optional<size_t>(r.point)) continue;
+    if (!st.range_published.insert(p.key).second) continue;
+    Finding f = base("best_config");
+    f.bucket = r.lo == r.hi ? fmt::format("{}={}", ctx.piecewise_axis, r.lo)
+                            : fmt::format("{}<={}<={}", r.lo, ctx.piecewise_axis, r.hi);
+    f.claim = {{"family", st.space->families[p.family]->name},
+               {"knobs", json(p.knobs)},
+               {"median_us", r.worst_us},
+               {"workloads_won", r.won}};
+    f.cites = r.cites;
+    out.push_back(std::move(f));
   }
 
   // dead_region: a knob value that failed every time it was tried (at least twice), in a family

@@ -320,36 +320,32 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
       ev.workloads.push_back(std::move(w));
       continue;
     }
-    if (opt.time && opt.cut_slow > 0 && w.reference_us && *w.reference_us >= opt.cut_min_reference_us) {
-      WorkerReply r = run_set(2 * k, "time", {{"warmup", 1}, {"iterations", 3}});
-      if (!r.ok) {
-        w.verdict = r.verdict;
-        w.message = "timing: " + r.message;
-        ev.workloads.push_back(std::move(w));
-        continue;
-      }
-      TimingStats t = summarize(r.header.at("samples_us").get<std::vector<double>>());
-      if (t.median_us > opt.cut_slow * *w.reference_us) {
-        t.activity = r.header.value("activity", std::vector<std::string>{});
-        t.attempts = 1;
-        t.cut = true;
-        w.timing = t;
-      }
-    }
-    if (opt.time && !w.timing) {
-      std::optional<TimingStats> best;
-      for (int attempt = 1; attempt <= opt.max_attempts; ++attempt) {
-        WorkerReply r = run_set(2 * k, "time", {{"warmup", opt.warmup}, {"iterations", opt.iterations}});
+    if (opt.time) {
+      // One timing run of the worker; on failure the workload's verdict and message, nullopt.
+      auto time_run = [&](int warmup, int iterations) -> std::optional<TimingStats> {
+        WorkerReply r = run_set(2 * k, "time", {{"warmup", warmup}, {"iterations", iterations}});
         if (!r.ok) {
           w.verdict = r.verdict;
           w.message = "timing: " + r.message;
-          break;
+          return std::nullopt;
         }
         TimingStats t = summarize(r.header.at("samples_us").get<std::vector<double>>());
         t.activity = r.header.value("activity", std::vector<std::string>{});
-        if (!best || t.spread < best->spread) best = t;
+        return t;
+      };
+      std::optional<TimingStats> best;
+      if (opt.cut_slow > 0 && w.reference_us && *w.reference_us >= opt.cut_min_reference_us)
+        if (auto t = time_run(1, 3); t && t->median_us > opt.cut_slow * *w.reference_us) {
+          t->attempts = 1;
+          t->cut = true;
+          best = t;
+        }
+      for (int attempt = 1; w.verdict == Verdict::passed && !(best && best->cut) && attempt <= opt.max_attempts; ++attempt) {
+        std::optional<TimingStats> t = time_run(opt.warmup, opt.iterations);
+        if (!t) break;
+        if (!best || t->spread < best->spread) best = t;
         best->attempts = attempt;
-        if (t.spread <= opt.max_spread) break;
+        if (t->spread <= opt.max_spread) break;
       }
       if (w.verdict != Verdict::passed) {
         ev.workloads.push_back(std::move(w));
