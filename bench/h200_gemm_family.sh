@@ -206,6 +206,20 @@ declare -A SK=(
   [m08_w4_kw2_u2_m32]="MMA=1 WARPS=4 KW=2 UNROLL=2 MAXM=32 RW=1"
   [m09_w8_kw8_u4_m16]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=16 RW=1"
   [m10_w4_kw4_u4_m16_rw2]="MMA=1 WARPS=4 KW=4 UNROLL=4 MAXM=16 RW=2"
+  # Shared rings (WARPS / KW row groups read each row of A copied once per CTA) and KC-CTA clusters
+  # splitting K (partial sums added through distributed shared memory): for M = 16..256
+  [n01_w8_kw1_u2_m64_kc1]="MMA=1 WARPS=8 KW=1 UNROLL=2 MAXM=64 RW=1 KC=1"
+  [n02_w8_kw1_u2_m64_kc4]="MMA=1 WARPS=8 KW=1 UNROLL=2 MAXM=64 RW=1 KC=4"
+  [n03_w8_kw2_u2_m64_kc2]="MMA=1 WARPS=8 KW=2 UNROLL=2 MAXM=64 RW=1 KC=2"
+  [n04_w8_kw2_u4_m32_kc4]="MMA=1 WARPS=8 KW=2 UNROLL=4 MAXM=32 RW=1 KC=4"
+  [n05_w8_kw1_u2_m128_kc4]="MMA=1 WARPS=8 KW=1 UNROLL=2 MAXM=128 RW=1 KC=4"
+  [n06_w4_kw1_u4_m64_rw2_kc2]="MMA=1 WARPS=4 KW=1 UNROLL=4 MAXM=64 RW=2 KC=2"
+  [n07_w8_kw2_u2_m128_kc2]="MMA=1 WARPS=8 KW=2 UNROLL=2 MAXM=128 RW=1 KC=2"
+  [n08_w8_kw4_u4_m16_kc2]="MMA=1 WARPS=8 KW=4 UNROLL=4 MAXM=16 RW=1 KC=2"
+  [n09_w8_kw1_u4_m32_kc2]="MMA=1 WARPS=8 KW=1 UNROLL=4 MAXM=32 RW=1 KC=2"
+  [n10_w4_kw1_u2_m128_kc4]="MMA=1 WARPS=4 KW=1 UNROLL=2 MAXM=128 RW=1 KC=4"
+  [n11_w8_kw8_u4_m16_kc2]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=16 RW=1 KC=2"
+  [n12_w8_kw8_u4_m8_kc4]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=8 RW=1 KC=4"
 )
 # SKINNY_LABELS (a regex) keeps only the matching small-M points (with SKINNY_ONLY=1 nothing else is
 # built or run).
@@ -258,7 +272,9 @@ for l in $RUN_ORDER; do
   fi
   MS=()
   [[ -n ${SK[$l]:-} ]] && MS=(--ms "${SKINNY_MS:-1,7,13,32,64,127,200}")
-  timeout 120 "$W/selftest" --lib "$W/pts/$l/candidate.so" --label "$l" --reps 20 --hang-s 15 "${MS[@]}" \
+  FL=()  # the first point also measures the protocol's floor per shape (FLOOR lines)
+  [[ -z ${FLOOR_DONE:-} ]] && FL=(--floor) && FLOOR_DONE=1
+  timeout 120 "$W/selftest" --lib "$W/pts/$l/candidate.so" --label "$l" --reps 20 --hang-s 15 "${MS[@]}" "${FL[@]}" \
     >"$OUT/selftest_$l.txt" 2>&1
   echo "exit $?" >>"$OUT/selftest_$l.txt"
 done
@@ -295,13 +311,15 @@ fi
 python3 - "$OUT" >"$OUT/summary_selftest.txt" 2>&1 <<'EOF'
 import glob, math, os, sys
 out = sys.argv[1]
-rows, notes = [], []
+rows, notes, floor = [], [], {}
 for f in sorted(glob.glob(os.path.join(out, "selftest_*.txt"))):
     for line in open(f):
         p = line.split()
         if p and p[0] == "ROW" and len(p) >= 11:
             rows.append(dict(cfg=p[1], dt=p[2], M=int(p[3]), N=int(p[4]), K=int(p[5]), st=p[6], err=p[7],
                              bad=p[8], us=float(p[9]), cub=float(p[10])))
+        elif p and p[0] == "FLOOR" and len(p) >= 6:
+            floor[(int(p[1]), int(p[2]))] = (float(p[3]), float(p[4]), float(p[5]))
         elif p and p[0] in ("FATAL", "HANG", "ERROR") or (p and p[0] == "exit" and p[1] != "0"):
             notes.append(f"{os.path.basename(f)}: {line.strip()}")
 W = "{:<28} {:<4} {:>6} {:>6} {:>5} {:<10} {:>9} {:>9} {:>10} {:>7}"
@@ -326,7 +344,11 @@ for r in bad[:40]:
     print(W.format(r["cfg"], r["dt"], r["M"], r["N"], r["K"], r["st"], r["err"], "", "", "") + f" bad values {r['bad']}")
 for n in notes[:20]:
     print("note:", n)
-print("== best passing config per case (us) vs cuBLAS (full table: selftest_table.txt)")
+if floor:
+    print("== floor per shape (same protocol): empty kernel, one read of B (us, TB/s)")
+    for (N, K), (e, r, bw) in sorted(floor.items()):
+        print(f"N {N:>6} K {K:>5}: empty {e:.2f} us, read of B {r:.2f} us ({bw:.2f} TB/s)")
+print("== best passing config per case (us) vs cuBLAS (full table: selftest_table.txt); floor: best_us / read floor")
 print("{:<4} {:>6} {:>6} {:>5} {:>9} {:>9} {:>7}  {}".format("dt", "M", "N", "K", "best_us", "cublas_us", "speedup", "config"))
 keys = sorted({(r["dt"], r["N"], r["K"], r["M"]) for r in rows if r["dt"] != "-" and not r["cfg"].startswith(("misaligned", "coff2"))})
 for dt, N, K, M in keys:
@@ -336,7 +358,9 @@ for dt, N, K, M in keys:
         print(f"{dt:<4} {M:>6} {N:>6} {K:>5}  no passing sm_90a config")
         continue
     b = min(rs, key=lambda r: r["us"])
-    print("{:<4} {:>6} {:>6} {:>5} {:>9.2f} {:>9.2f} {:>6.2f}x  {}".format(dt, M, N, K, b["us"], b["cub"], b["cub"] / b["us"], b["cfg"]))
+    fl = floor.get((N, K))
+    print("{:<4} {:>6} {:>6} {:>5} {:>9.2f} {:>9.2f} {:>6.2f}x  {}{}".format(dt, M, N, K, b["us"], b["cub"], b["cub"] / b["us"], b["cfg"],
+          f"  floor {b['us'] / fl[1]:.2f}x, cuBLAS {b['cub'] / fl[1]:.2f}x" if fl else ""))
 total = len(rows)
 print(f"SELFTEST: {total} rows, {sum(r['st'] == 'ok' for r in rows)} ok, "
       f"{sum(r['st'].startswith('tol') for r in rows)} tol, {len(bad)} not passing; {len(notes)} process notes")

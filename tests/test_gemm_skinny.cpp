@@ -46,10 +46,11 @@ const Family& skinny() {
 TEST(GemmSkinny, SpaceOnGemmProblems) {
   Problem p = gemm(128, 2048);
   EXPECT_TRUE(skinny().applies_to(p));
-  // MMA = 0: (WARPS, KW) 7 pairs x (UNROLL, MAXM, RW) 22 triples with MAXM <= 32, MAXM * RW <= 64
-  // and UNROLL * RW <= 8; MMA = 1: the 7 x 25 points (MAXM up to 64) under the same two bounds less
-  // the 35 whose rings (WARPS * (UNROLL + 1) stages of 16 * RW + MAXM lines of 128 bytes) pass 192 KB.
-  EXPECT_EQ(skinny().space(p).size(), 154u + 140u);
+  // MMA = 0 (KC = 1): (WARPS, KW) 7 pairs x (UNROLL, MAXM, RW) 22 triples with MAXM <= 32,
+  // MAXM * RW <= 64 and UNROLL * RW <= 8; MMA = 1: MAXM up to 128, MAXM * RW <= 128, KC 1, 2 or 4,
+  // less the points whose rings (KW rings of UNROLL + 1 stages of WARPS * 16 * RW + KW * MAXM lines
+  // of 128 bytes in all) pass 192 KB: 193 per KC.
+  EXPECT_EQ(skinny().space(p).size(), 154u + 3 * 193u);
   EXPECT_TRUE(skinny().space(gemm(128, 2052)).empty());  // K % 8 != 0
 }
 
@@ -116,9 +117,11 @@ TEST(GemmSkinny, EmulatedPointsComputeTheProduct) {
                                   {{"MMA", 0}, {"WARPS", 8}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}},
                                   {{"MMA", 1}, {"WARPS", 4}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 1}},
                                   {{"MMA", 1}, {"WARPS", 8}, {"KW", 8}, {"UNROLL", 1}, {"MAXM", 64}, {"RW", 1}},
-                                  {{"MMA", 1}, {"WARPS", 4}, {"KW", 1}, {"UNROLL", 1}, {"MAXM", 8}, {"RW", 4}}};
+                                  {{"MMA", 1}, {"WARPS", 4}, {"KW", 1}, {"UNROLL", 1}, {"MAXM", 8}, {"RW", 4}},
+                                  {{"MMA", 1}, {"WARPS", 8}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 128}, {"RW", 1}}};
   fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-skinny-").string());
-  for (const auto& k : points) {
+  for (Knobs k : points) {
+    k["KC"] = 1;  // the emulator has no clusters: KC > 1 is checked on the GPU (bench/h200_gemm_family.sh)
     Candidate c = skinny().instantiate(k, p);
     write_atomic(dir / "point.cpp", c.sources[0].content + kDriver);
     RunResult b = run_command({"g++", "-std=c++17", "-O1", "-I" + (kRoot / "include").string(),
@@ -130,7 +133,7 @@ TEST(GemmSkinny, EmulatedPointsComputeTheProduct) {
     // thread is a fiber: these would take minutes on the CUDA-core points, whose grids are larger).
     std::vector<std::string> cmd{(dir / "point").string()};
     if (k.at("MMA") == 1)
-      for (const char* v : {"20", "40", "96", "64", "33", "64", "65", "18", "40"}) cmd.push_back(v);
+      for (const char* v : {"20", "40", "96", "64", "33", "64", "65", "18", "40", "130", "20", "72"}) cmd.push_back(v);
     RunResult r = run_command(cmd, std::chrono::minutes(4));
     EXPECT_TRUE(r.ok()) << knobs_str(k) << "\n" << r.output;
     EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << knobs_str(k) << "\n" << r.output;
@@ -142,9 +145,10 @@ TEST(GemmSkinny, CompilesWithNvccForSm90a) {
   const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   Problem p = gemm(128, 2048);
-  for (const Knobs& k : {Knobs{{"MMA", 0}, {"WARPS", 8}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}},
-                         Knobs{{"MMA", 1}, {"WARPS", 8}, {"KW", 4}, {"UNROLL", 1}, {"MAXM", 64}, {"RW", 1}},
-                         Knobs{{"MMA", 1}, {"WARPS", 4}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 2}}}) {
+  for (const Knobs& k : {Knobs{{"MMA", 0}, {"WARPS", 8}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}, {"KC", 1}},
+                         Knobs{{"MMA", 1}, {"WARPS", 8}, {"KW", 4}, {"UNROLL", 1}, {"MAXM", 64}, {"RW", 1}, {"KC", 1}},
+                         Knobs{{"MMA", 1}, {"WARPS", 4}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 2}, {"KC", 2}},
+                         Knobs{{"MMA", 1}, {"WARPS", 8}, {"KW", 1}, {"UNROLL", 2}, {"MAXM", 128}, {"RW", 1}, {"KC", 4}}}) {
   Candidate c = skinny().instantiate(k, p);
   RunResult r = test::nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", true);
   EXPECT_TRUE(r.ok()) << knobs_str(k) << r.output;

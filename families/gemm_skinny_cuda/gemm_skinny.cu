@@ -7,14 +7,19 @@
 //   KA_WARPS   warps per CTA (4, 8)
 //   KA_KW      warps sharing one group of rows of B, each over a contiguous K range (1, 2, 4, 8;
 //              <= WARPS); a CTA owns WARPS / KW groups, so the grid is ceil(N / rows per CTA) CTAs
+//              (times KC)
 //   KA_UNROLL  16-byte loads of B each lane issues before using them, per row (MMA = 0), or
-//              chunks of 32 K in flight (MMA = 1) (1, 2, 4)
+//              stages of 64 K in flight (MMA = 1) (1, 2, 4)
 //   KA_RW      rows of B per warp (1, 2, 4; MMA = 1: tiles of 16 rows): each 16-byte load of A
 //              serves RW rows (tiles), so the traffic for A falls by RW (at M = 7 and up it, not B,
 //              bounds the MMA = 0, RW = 1 kernel)
-//   KA_MAXM    the most rows of A one CTA serves (8, 16, 32; 64 with MMA = 1); a larger M takes
+//   KA_MAXM    the most rows of A one CTA serves (8, 16, 32; 64, 128 with MMA = 1); a larger M takes
 //              ceil(M / MAXM) CTAs along gridDim.y, each reading B again (mostly from L2): correct,
 //              not fast (a piecewise candidate takes another family there, families/compose.h)
+//   KA_KC      MMA = 1: CTAs of a thread-block cluster splitting K (1, 2, 4); each sums its share,
+//              and the cluster adds the partial sums through distributed shared memory (no
+//              workspace, no atomics). More CTAs for the same rows of B: a CTA can own more rows
+//              (and share each row of A among them) while the grid still fills the GPU
 //
 // The skinny kernel (MMA = 0): one launch, no workspace, no atomics. Lane l of a warp reads the
 // warp's RW rows of B in 16-byte vectors l, l + 32, … (UNROLL · RW of them in flight), and for each
@@ -36,6 +41,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#if KA_KC > 1
+#include <cooperative_groups.h>
+#endif
 #endif
 #include <kernelarc/abi.h>
 
@@ -51,9 +59,16 @@
 #ifndef KA_MMA
 #define KA_MMA 0
 #endif
+#ifndef KA_KC
+#define KA_KC 1
+#endif
 static_assert(KA_KW >= 1 && KA_KW <= KA_WARPS && KA_WARPS % KA_KW == 0, "KW must divide WARPS");
-static_assert(KA_MAXM == 8 || KA_MAXM == 16 || KA_MAXM == 32 || (KA_MMA && KA_MAXM == 64),
-              "MAXM is 8, 16 or 32 (64 with MMA = 1)");
+static_assert(KA_MAXM == 8 || KA_MAXM == 16 || KA_MAXM == 32 || (KA_MMA && (KA_MAXM == 64 || KA_MAXM == 128)),
+              "MAXM is 8, 16 or 32 (64 or 128 with MMA = 1)");
+static_assert(KA_KC == 1 || (KA_MMA && (KA_KC == 2 || KA_KC == 4)), "KC is 1, or 2 or 4 with MMA = 1");
+#if defined(KA_EMULATE) && KA_KC > 1
+#error "gemm_skinny_cuda: the CPU emulator has no thread-block clusters (KC > 1)"
+#endif
 
 namespace ka_gemm_skinny {
 namespace {
@@ -247,18 +262,20 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 
 // ── the tensor-core kernel (MMA = 1) ─────────────────────────────────────────────────────────────
 // Swap-AB with mma.sync m16n8k16: rows of B are the MMA's M side (16 per row tile, RW tiles per
-// warp), rows of A its N side (MB / 8 tiles of 8). Each warp streams its rows of B, and the rows of
-// A, through a ring of UNROLL + 1 stages of its own in shared memory: a stage is 64 K of every row
-// (one 128-byte line), copied by cp.async in whole lines (4 rows per instruction, 16 bytes per
-// lane; the 16-byte vector v of row r stored at v ^ (r % 8), so the reads below hit 32 distinct
-// banks), UNROLL stages in flight; rows of A at or past M are zero-filled, not read. The products
-// are order-free in K, so each chunk of 32 K takes a permuted K: MMA s (0, 1) gives its logical k = 2q + j the chunk's element 8q + 4s + j and logical k = 2q + 8 + j the
-// element 8q + 4s + 2 + j (j = 0, 1; q = lane % 4), the same on both operands, which makes the
-// fragment registers the PTX ISA prescribes exactly the 32-bit words 2s and 2s + 1 of one 16-byte
-// read per row (B rows lane / 4 and lane / 4 + 8, A row lane / 4 of each tile). (A first came
-// straight from global memory, on the loop's critical path: 0.73-0.92x torch.matmul on 007 at
-// M <= 16, bench/RESULTS.md.) KW warps split K as the CUDA-core kernel does, and shared memory
-// (the rings, reused) sums them.
+// warp), rows of A its N side (MB / 8 tiles of 8). The KW warps of one K slice share a ring of
+// UNROLL + 1 stages in shared memory; a stage is 64 K of all the CTA's rows of B and of the MB rows
+// of A (one 128-byte line each), copied by cp.async in whole lines (8 lanes per line, 16 bytes
+// each; the 16-byte vector v of stage row r stored at v ^ (r % 8), so the reads below hit 32
+// distinct banks), UNROLL stages in flight, rows of A at or past M zero-filled, not read. Each row
+// of A is copied once per CTA and read by all WARPS / KW row groups, so its traffic falls with the
+// rows a CTA owns (at M = 32-64 the per-warp rings of the first version re-read A for every 16
+// rows of B and lost to cuBLAS, bench/RESULTS.md). The products are order-free in K, so each chunk
+// of 32 K takes a permuted K: MMA s (0, 1) gives its logical k = 2q + j the chunk's element
+// 8q + 4s + j and logical k = 2q + 8 + j the element 8q + 4s + 2 + j (j = 0, 1; q = lane % 4), the
+// same on both operands, which makes the fragment registers the PTX ISA prescribes exactly the
+// 32-bit words 2s and 2s + 1 of one 16-byte read per row (B rows lane / 4 and lane / 4 + 8, A row
+// lane / 4 of each tile). KW warps split K, shared memory (the rings, reused) sums them, and with
+// KC > 1 the cluster's CTAs split K again and sum through distributed shared memory.
 #ifdef KA_EMULATE
 using ka_emu_ops::cp_async_16;
 using ka_emu_ops::cp_async_commit;
@@ -276,24 +293,34 @@ __device__ __forceinline__ void cp_async_wait_n() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 #endif
-constexpr int kStages = KA_UNROLL + 1;                   // MMA = 1: ring stages per warp
-// A stage: 64 K of the warp's 16·RW rows of B, then of MB rows of A.
-constexpr int stage_bytes(int mb) { return (16 * KA_RW + mb) * 128; }
+constexpr int kStages = KA_UNROLL + 1;  // MMA = 1: ring stages
+// MMA = 1, a ring stage: 64 K of the CTA's kRows rows of B (group g's at g · kWarpRows), then of MB
+// rows of A; one ring per K slice kw, shared by the kGroups warps of that slice.
+constexpr int stage_bytes(int mb) { return (kRows + mb) * 128; }
 constexpr size_t mma_smem_bytes(int mb) {
-  const size_t ring = static_cast<size_t>(KA_WARPS) * kStages * stage_bytes(mb);
-  const size_t red = sizeof(float) * KA_WARPS * 16 * KA_RW * static_cast<size_t>(mb);
+  const size_t ring = static_cast<size_t>(KA_KW) * kStages * stage_bytes(mb);
+  // The reduction: every warp's accumulators, then (KC > 1) the CTA's sums for its cluster peers.
+  const size_t red = sizeof(float) * (static_cast<size_t>(KA_WARPS) * kWarpRows + (KA_KC > 1 ? kRows : 0)) * mb;
   return ring > red ? ring : red;
 }
+#if KA_KC > 1
+#define KA_MMA_CLUSTER __cluster_dims__(1, 1, KA_KC)
+#else
+#define KA_MMA_CLUSTER
+#endif
 
 template <int DT, int MB>
-__global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
-                                                            uint16_t* __restrict__ C, int M, int N, int K) {
+__global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
+    mma_kernel(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B, uint16_t* __restrict__ C, int M, int N, int K) {
   constexpr int kNT = MB / 8, kRT = KA_RW;  // A tiles of 8 rows, B tiles of 16 rows
-  constexpr int kStageBytes = stage_bytes(MB), kBRows = 16 * KA_RW;
+  constexpr int kStageBytes = stage_bytes(MB);
+  constexpr int kCopies = (kRows + MB) * 8;             // 16-byte copies per stage
+  constexpr int kRingThreads = kGroups * 32;            // the threads sharing a ring
+  constexpr int kPerThread = (kCopies + kRingThreads - 1) / kRingThreads;
   KA_DYN_SMEM(smem);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = warp / KA_KW, kw = warp % KA_KW, lg = lane / 4, lq = lane % 4;
-  const int n0 = (static_cast<int>(blockIdx.x) * kGroups + g) * kWarpRows;  // the warp's first row of B
+  const int nb0 = static_cast<int>(blockIdx.x) * kRows;  // the CTA's first row of B
   const int m0 = static_cast<int>(blockIdx.y) * MB;
   A += static_cast<size_t>(m0) * K;
   C += static_cast<size_t>(m0) * N;
@@ -306,37 +333,47 @@ __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __re
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[r][t][i] = 0.f;
   const int nvec = K / 8;  // 16-byte vectors per row
+  // K tiles of 64: the cluster's KC CTAs (blockIdx.z) take contiguous shares, the KW slices of a
+  // CTA contiguous shares of those.
   const int tiles = (K + 63) / 64;
-  const int per = (tiles + KA_KW - 1) / KA_KW;
-  const int t0 = kw * per, t1 = tiles < t0 + per ? tiles : t0 + per;
+  const int per_c = (tiles + KA_KC - 1) / KA_KC;
+  const int c0 = static_cast<int>(blockIdx.z) * per_c, c1 = tiles < c0 + per_c ? tiles : c0 + per_c;
+  const int per = ((c1 > c0 ? c1 - c0 : 0) + KA_KW - 1) / KA_KW;
+  const int t0 = c0 + kw * per, t1 = c1 < t0 + per ? c1 : t0 + per;
   const int nt = t1 > t0 ? t1 - t0 : 0;  // this warp's K tiles
-  unsigned char* ring = smem + static_cast<size_t>(warp) * kStages * kStageBytes;
+  unsigned char* ring = smem + static_cast<size_t>(kw) * kStages * kStageBytes;
   const uint4* bv = reinterpret_cast<const uint4*>(B);
   const uint4* av = reinterpret_cast<const uint4*>(A);
-  // Stage i <- K tile t0 + i: instruction j copies stage rows 4j .. 4j + 3 (lane / 8), vector
-  // lane % 8; stage rows below kBRows are rows n0 + r of B, the rest rows r - kBRows of A.
+  const int rt = g * 32 + lane;  // this thread among the ring's
+  // Stage i <- K tile t0 + i: copy c (of kCopies) is vector c % 8 of stage row c / 8, so 8 lanes
+  // move one 128-byte line; stage rows below kRows are rows nb0 + r of B, the rest rows r - kRows of A.
   auto issue = [&](int i) {
     if (i < nt) {
       unsigned char* st = ring + (i % kStages) * kStageBytes;
-      const int v = (t0 + i) * 8 + lane % 8;
 #pragma unroll
-      for (int j = 0; j < (kBRows + MB) / 4; ++j) {
-        const int r = 4 * j + lane / 8;
-        const bool is_b = r < kBRows;
-        const int row = is_b ? n0 + r : r - kBRows;
-        const bool in = (is_b ? row < N : row < M) && v < nvec;
-        const uint4* src = (is_b ? bv : av) + (in ? static_cast<size_t>(row) * nvec + v : 0);
-        cp_async_16(smem_u32(st + r * 128 + (((lane % 8) ^ (r % 8)) * 16)), src, in ? 16 : 0);
+      for (int j = 0; j < kPerThread; ++j) {
+        const int c = rt + j * kRingThreads;
+        if (kCopies % kRingThreads == 0 || c < kCopies) {
+          const int r = c / 8, vv = c % 8, v = (t0 + i) * 8 + vv;
+          const bool is_b = r < kRows;
+          const int row = is_b ? nb0 + r : r - kRows;
+          const bool in = (is_b ? row < N : row < M) && v < nvec;
+          const uint4* src = (is_b ? bv : av) + (in ? static_cast<size_t>(row) * nvec + v : 0);
+          cp_async_16(smem_u32(st + r * 128 + ((vv ^ (r % 8)) * 16)), src, in ? 16 : 0);
+        }
       }
     }
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   };
-  if (n0 < N) {
+  // With a shared ring every warp of the CTA runs the same number of steps (its barriers).
+  const int steps = kGroups > 1 ? per : nt;
 #pragma unroll
-    for (int i = 0; i < kStages - 1; ++i) issue(i);
-    for (int i = 0; i < nt; ++i) {
-      cp_async_wait_n<kStages - 2>();
-      __syncwarp();
+  for (int i = 0; i < kStages - 1; ++i) issue(i);
+  for (int i = 0; i < steps; ++i) {
+    cp_async_wait_n<kStages - 2>();
+    if constexpr (kGroups > 1) __syncthreads();  // the ring's other warps' copies landed, and
+    else __syncwarp();                            // every warp left stage i - 1 (refilled below)
+    if (i < nt) {
       const unsigned char* st = ring + (i % kStages) * kStageBytes;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {  // two chunks of 32 K per stage
@@ -344,14 +381,14 @@ __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __re
         uint4 a[kNT], b[kRT][2];
 #pragma unroll
         for (int t = 0; t < kNT; ++t) {
-          const int rr = kBRows + 8 * t + lg;
+          const int rr = kRows + 8 * t + lg;
           a[t] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ (rr % 8)) * 16));
         }
 #pragma unroll
         for (int r = 0; r < kRT; ++r)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int rr = 16 * r + 8 * h + lg;
+            const int rr = g * kWarpRows + 16 * r + 8 * h + lg;
             b[r][h] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ (rr % 8)) * 16));
           }
 #pragma unroll
@@ -368,10 +405,10 @@ __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __re
             }
           }
       }
-      issue(i + kStages - 1);  // into stage i - 1's slot: every lane left it before this iteration's __syncwarp
     }
-    cp_async_wait_n<0>();
+    issue(i + kStages - 1);  // into stage i - 1's slot
   }
+  cp_async_wait_n<0>();
   __syncthreads();  // the rings become the reduction buffer
   float* part = reinterpret_cast<float*>(smem);  // [WARPS][16 * RW][MB]
   // acc[r][t]: {0, 1} = rows (of B) 16r + lg, columns (rows of A) 8t + 2lq + {0, 1}; {2, 3} = rows 16r + lg + 8.
@@ -385,14 +422,38 @@ __global__ void __launch_bounds__(KA_WARPS * 32) mma_kernel(const uint16_t* __re
         part[(warp * kWarpRows + row) * MB + col] = acc[r][t][i];
       }
   __syncthreads();
-  for (int t = static_cast<int>(threadIdx.x); t < kRows * MB; t += KA_WARPS * 32) {
-    const int m = t / kRows, rr = t % kRows, gg = rr / kWarpRows, row = rr % kWarpRows;
-    const int nn = static_cast<int>(blockIdx.x) * kRows + rr;
-    if (m >= M || nn >= N) continue;
+  // Output t = m * kRows + rr (consecutive threads, consecutive columns of C): the sum of the KW warps.
+  auto ctasum = [&](int t) {
+    const int rr = t % kRows, gg = rr / kWarpRows, row = rr % kWarpRows, m = t / kRows;
     float sum = 0.f;
     for (int w = 0; w < KA_KW; ++w) sum += part[((gg * KA_KW + w) * kWarpRows + row) * MB + m];
+    return sum;
+  };
+#if KA_KC > 1
+  // The cluster's KC CTAs hold partial sums of the same outputs over their K shares: each publishes
+  // its sums in shared memory, and CTA q of the cluster adds up outputs q, q + KC, ... from all of
+  // them through distributed shared memory.
+  float* mine = part + KA_WARPS * kWarpRows * MB;  // [MB][kRows]
+  for (int t = static_cast<int>(threadIdx.x); t < kRows * MB; t += KA_WARPS * 32) mine[t] = ctasum(t);
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  cluster.sync();
+  const int q = static_cast<int>(cluster.block_rank());
+  for (int t = q * KA_WARPS * 32 + static_cast<int>(threadIdx.x); t < kRows * MB; t += KA_KC * KA_WARPS * 32) {
+    const int m = t / kRows, nn = nb0 + t % kRows;
+    if (m >= M || nn >= N) continue;
+    float sum = 0.f;
+#pragma unroll
+    for (int p = 0; p < KA_KC; ++p) sum += cluster.map_shared_rank(mine, p)[t];
     C[static_cast<size_t>(m) * N + nn] = from_f<DT>(sum);
   }
+  cluster.sync();  // the peers read this CTA's shared memory until here
+#else
+  for (int t = static_cast<int>(threadIdx.x); t < kRows * MB; t += KA_WARPS * 32) {
+    const int m = t / kRows, nn = nb0 + t % kRows;
+    if (m >= M || nn >= N) continue;
+    C[static_cast<size_t>(m) * N + nn] = from_f<DT>(ctasum(t));
+  }
+#endif
 }
 
 // ── the fallback for unaligned operands: 64×64 tiles, 16×16 threads, 4×4 outputs each, any M, N, K and alignment ──────
@@ -439,7 +500,7 @@ void launch_skinny(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int
 template <int DT, int MB>
 void launch_mma(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K) {
   constexpr size_t smem = mma_smem_bytes(MB);
-  const dim3 grid(static_cast<unsigned>((N + kRows - 1) / kRows), static_cast<unsigned>((M + MB - 1) / MB));
+  const dim3 grid(static_cast<unsigned>((N + kRows - 1) / kRows), static_cast<unsigned>((M + MB - 1) / MB), KA_KC);
   auto* kernel = mma_kernel<DT, MB>;
   if constexpr (smem > 48 * 1024) {
     static bool set = false;  // once per instantiation (and process)
@@ -458,7 +519,9 @@ void gemm(const uint16_t* A, const uint16_t* B, uint16_t* C, int M, int N, int K
         if (M <= 16 || KA_MAXM == 16) return launch_mma<DT, 16>(A, B, C, M, N, K);
       if constexpr (KA_MAXM >= 32)
         if (M <= 32 || KA_MAXM == 32) return launch_mma<DT, 32>(A, B, C, M, N, K);
-      if constexpr (KA_MAXM >= 64) return launch_mma<DT, 64>(A, B, C, M, N, K);
+      if constexpr (KA_MAXM >= 64)
+        if (M <= 64 || KA_MAXM == 64) return launch_mma<DT, 64>(A, B, C, M, N, K);
+      if constexpr (KA_MAXM >= 128) return launch_mma<DT, 128>(A, B, C, M, N, K);
     }
   } else {
     if (aligned && M < 65535) {
