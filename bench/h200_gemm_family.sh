@@ -220,6 +220,19 @@ declare -A SK=(
   [n10_w4_kw1_u2_m128_kc4]="MMA=1 WARPS=4 KW=1 UNROLL=2 MAXM=128 RW=1 KC=4"
   [n11_w8_kw8_u4_m16_kc2]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=16 RW=1 KC=2"
   [n12_w8_kw8_u4_m8_kc4]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=8 RW=1 KC=4"
+  # 2026-12-04: n01-n12 lose at M = 8-64 with 2 stages in flight; deeper rings, enough CTAs
+  [q01_w8_kw1_u4_m32_kc4]="MMA=1 WARPS=8 KW=1 UNROLL=4 MAXM=32 RW=1 KC=4"
+  [q02_w8_kw2_u4_m32_kc2]="MMA=1 WARPS=8 KW=2 UNROLL=4 MAXM=32 RW=1 KC=2"
+  [q03_w4_kw1_u4_m32_kc4]="MMA=1 WARPS=4 KW=1 UNROLL=4 MAXM=32 RW=1 KC=4"
+  [q04_w8_kw1_u4_m64_kc4]="MMA=1 WARPS=8 KW=1 UNROLL=4 MAXM=64 RW=1 KC=4"
+  [q05_w4_kw1_u4_m64_kc4]="MMA=1 WARPS=4 KW=1 UNROLL=4 MAXM=64 RW=1 KC=4"
+  [q06_w8_kw1_u4_m128_kc4]="MMA=1 WARPS=8 KW=1 UNROLL=4 MAXM=128 RW=1 KC=4"
+  [q07_w4_kw2_u4_m32_kc2]="MMA=1 WARPS=4 KW=2 UNROLL=4 MAXM=32 RW=1 KC=2"
+  [q08_w8_kw4_u4_m16_kc1]="MMA=1 WARPS=8 KW=4 UNROLL=4 MAXM=16 RW=1 KC=1"
+  [q09_w4_kw1_u4_m16_rw2_kc4]="MMA=1 WARPS=4 KW=1 UNROLL=4 MAXM=16 RW=2 KC=4"
+  [q10_w4_kw1_u4_m64_rw2_kc4]="MMA=1 WARPS=4 KW=1 UNROLL=4 MAXM=64 RW=2 KC=4"
+  [q11_w8_kw8_u4_m8_kc2]="MMA=1 WARPS=8 KW=8 UNROLL=4 MAXM=8 RW=1 KC=2"
+  [q12_w4_kw4_u4_m8_kc4]="MMA=1 WARPS=4 KW=4 UNROLL=4 MAXM=8 RW=1 KC=4"
 )
 # SKINNY_LABELS (a regex) keeps only the matching small-M points (with SKINNY_ONLY=1 nothing else is
 # built or run).
