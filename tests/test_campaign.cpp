@@ -18,6 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/campaign.h"
+#include "families/family.h"
+#include "problem/problem.h"
 #include "store/store.h"
 #include "util/files.h"
 #include "util/process.h"
@@ -214,4 +217,20 @@ TEST(Campaign, SigtermStopsProposingAndWritesTheReport) {
   bool wrote = false;
   for (const auto& d : fs::directory_iterator(out)) wrote |= d.is_directory() && fs::exists(d.path() / "leaderboard.md");
   EXPECT_TRUE(wrote) << r.output;
+}
+
+// Two agents proposing the same point make one candidate: the store's key ignores the author (the
+// six-problem GEMM campaign of 2026-12-04 judged every transferred seed twice, once per agent).
+TEST(Campaign, CandidateIdentityIgnoresTheProposingAgent) {
+  ka::Family f = ka::load_family(kRoot / "families" / "rmsnorm_host");
+  ka::Problem p = ka::load_problem(kRoot / "examples" / "problems" / "rmsnorm_h128");
+  ka::Knobs k{{"CHUNK", 4}, {"UNROLL", 2}, {"ACC", 0}, {"WORKERS", 1}};
+  ka::Candidate a = f.instantiate(k, p), b = f.instantiate(k, p);
+  a.author = "explorer";
+  b.author = "transfer";
+  EXPECT_EQ(ka::candidate_hash(a), ka::candidate_hash(b));
+  k["UNROLL"] = 4;
+  ka::Candidate c = f.instantiate(k, p);
+  c.author = "explorer";
+  EXPECT_NE(ka::candidate_hash(a), ka::candidate_hash(c));
 }

@@ -172,8 +172,6 @@ struct PerGpu {
   double spread = 0;
 };
 
-std::string candidate_hash(const Candidate& c) { return sha256_hex(to_native_json(c).dump()).substr(0, 32); }
-
 // What the store records as a candidate's knobs: the integer knobs and, as strings, the generated
 // defines of its proposal (agent.h, Proposal::defines), so that findings can name either.
 json recorded_knobs(const Proposal& p) {
@@ -318,6 +316,12 @@ PiecePlan piecewise_plan(const Problem& p, const DispatchAxis& ax, const std::ve
 }
 
 }  // namespace
+
+std::string candidate_hash(const Candidate& c) {
+  Candidate anon = c;
+  anon.author.clear();  // who proposed it is not what it is
+  return sha256_hex(to_native_json(anon).dump()).substr(0, 32);
+}
 
 CampaignOutcome run_campaign(const CampaignOptions& opt) {
   const auto t0 = Clock::now();

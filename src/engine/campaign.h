@@ -93,4 +93,9 @@ struct CampaignOutcome {
 
 CampaignOutcome run_campaign(const CampaignOptions& opt);
 
+// A candidate's identity in the store: its generated solution (name, sources, build options, entry),
+// not the agent that proposed it, so two agents proposing the same point judge it once (the second
+// proposal replays the first's measurements).
+std::string candidate_hash(const Candidate& c);
+
 }  // namespace ka
