@@ -265,8 +265,7 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 // warp), rows of A its N side (MB / 8 tiles of 8). The KW warps of one K slice share a ring of
 // UNROLL + 1 stages in shared memory; a stage is 64 K of all the CTA's rows of B and of the MB rows
 // of A (one 128-byte line each), copied by cp.async in whole lines (8 lanes per line, 16 bytes
-// each; the 16-byte vector v of stage row r stored at v ^ (r % 8), so the reads below hit 32
-// distinct banks), UNROLL stages in flight, rows of A at or past M zero-filled, not read. Each row
+// each; the 16-byte vector v of stage row r stored at v ^ swz(r), see swz), UNROLL stages in flight, rows of A at or past M zero-filled, not read. Each row
 // of A is copied once per CTA and read by all WARPS / KW row groups, so its traffic falls with the
 // rows a CTA owns (at M = 32-64 the per-warp rings of the first version re-read A for every 16
 // rows of B and lost to cuBLAS, bench/RESULTS.md). The products are order-free in K, so each chunk
@@ -294,6 +293,17 @@ __device__ __forceinline__ void cp_async_wait_n() {
 }
 #endif
 constexpr int kStages = KA_UNROLL + 1;  // MMA = 1: ring stages
+// The XOR swizzle of a stage row's eight 16-byte vectors. A 16-byte shared load is served eight
+// lanes at a time; in the fragment reads below those are rows r and r + 1 (r even) at vectors
+// 4c .. 4c + 3, so rows r and r + 1 must land those four vectors on different halves of the 32
+// banks: bit 2 of swz differs between them. (v ^ (r % 8), the first swizzle, did not: every fragment
+// read was a 2-way bank conflict, which bound the kernel from M = 32 on; the copies, one row per
+// eight lanes, are conflict-free under any row swizzle.)
+#ifdef KA_EMULATE
+inline int swz(int r) { return (r ^ (r << 2)) & 7; }
+#else
+__device__ __forceinline__ int swz(int r) { return (r ^ (r << 2)) & 7; }
+#endif
 // MMA = 1, a ring stage: 64 K of the CTA's kRows rows of B (group g's at g · kWarpRows), then of MB
 // rows of A; one ring per K slice kw, shared by the kGroups warps of that slice.
 constexpr int stage_bytes(int mb) { return (kRows + mb) * 128; }
@@ -359,7 +369,7 @@ __global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
           const int row = is_b ? nb0 + r : r - kRows;
           const bool in = (is_b ? row < N : row < M) && v < nvec;
           const uint4* src = (is_b ? bv : av) + (in ? static_cast<size_t>(row) * nvec + v : 0);
-          cp_async_16(smem_u32(st + r * 128 + ((vv ^ (r % 8)) * 16)), src, in ? 16 : 0);
+          cp_async_16(smem_u32(st + r * 128 + ((vv ^ swz(r)) * 16)), src, in ? 16 : 0);
         }
       }
     }
@@ -382,14 +392,14 @@ __global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
 #pragma unroll
         for (int t = 0; t < kNT; ++t) {
           const int rr = kRows + 8 * t + lg;
-          a[t] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ (rr % 8)) * 16));
+          a[t] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ swz(rr)) * 16));
         }
 #pragma unroll
         for (int r = 0; r < kRT; ++r)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int rr = g * kWarpRows + 16 * r + 8 * h + lg;
-            b[r][h] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ (rr % 8)) * 16));
+            b[r][h] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ swz(rr)) * 16));
           }
 #pragma unroll
         for (int s2 = 0; s2 < 2; ++s2)
