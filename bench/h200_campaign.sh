@@ -11,8 +11,10 @@
 # `kernelarc calibrate`; PROBS="026_rmsnorm_h7168 ..." picks (and orders) the problems; OPT_ARGS
 # adds options to `kernelarc optimize` (e.g. "--no-sol --agents library,exploiter"). GEMM problems
 # (names with _gemm_) also get bench/gemm_campaign_summary.py (issue 5's figures). PER_PROBLEM_S=T
-# runs one `optimize` per problem (same store), each at most T seconds plus DRAIN_S (default 90)
-# to finish its in-flight candidates after SIGTERM, all within OPT_TIMEOUT. TARGET=host runs the
+# runs one `optimize` per problem (same store) with `--time-limit T` (no new candidates after T
+# seconds; those in flight and the piecewise candidate are still judged), killed by SIGTERM only
+# COMPOSE_S (default 60) seconds later and SIGKILL DRAIN_S (default 90) after that, all within
+# OPT_TIMEOUT. TARGET=host runs the
 # campaigns on the CPU (a check of the script itself on a machine without a GPU).
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
@@ -37,12 +39,12 @@ if [[ -n ${PER_PROBLEM_S:-} ]]; then
   # gets DRAIN_S seconds after its SIGTERM to finish the candidates in flight (a SIGKILL loses them).
   : >"$OUT/optimize.txt"
   for pr in "${probs[@]}"; do
-    rest=$(( ${OPT_TIMEOUT:-420} - ($(date +%s) - start) - ${DRAIN_S:-90} ))
+    rest=$(( ${OPT_TIMEOUT:-420} - ($(date +%s) - start) - ${DRAIN_S:-90} - ${COMPOSE_S:-60} ))
     ((rest < 30)) && { echo "$(basename "$pr"): not started, ${rest} s left" >>"$OUT/optimize.txt"; continue; }
     t=$(( rest < PER_PROBLEM_S ? rest : PER_PROBLEM_S ))
     t0=$(date +%s)
-    timeout -k ${DRAIN_S:-90} $t $K optimize "$pr" --target ${TARGET:-cuda} --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress \
-      ${OPT_ARGS:-} >>"$OUT/optimize.txt" 2>&1
+    timeout -k ${DRAIN_S:-90} $((t + ${COMPOSE_S:-60})) $K optimize "$pr" --target ${TARGET:-cuda} --budget "$BUDGET" \
+      --out "$OUT/camp" --seed 1 --no-progress --time-limit "$t" ${OPT_ARGS:-} >>"$OUT/optimize.txt" 2>&1
     rc=$?  # before any command substitution resets $?: 124 = stopped by SIGTERM, 137 = killed after DRAIN_S
     echo "$(basename "$pr"): exit $rc, wall $(( $(date +%s) - t0 )) s (limit $t s)" >>"$OUT/optimize.txt"
   done

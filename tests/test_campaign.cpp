@@ -219,6 +219,27 @@ TEST(Campaign, SigtermStopsProposingAndWritesTheReport) {
   EXPECT_TRUE(wrote) << r.output;
 }
 
+// --time-limit ends a problem's search on time rather than on budget: the first candidates are
+// judged, nothing new is proposed after the limit, the problem still ends with a verified best and
+// its report, and the summary says why it stopped (exit 0: not an interruption).
+TEST(Campaign, TimeLimitEndsTheSearchWithItsResults) {
+  fs::path out = fs::path(KA_BUILD_DIR) / "test-campaign-time";
+  fs::remove_all(out);
+  fs::path cache = fs::path(KA_BUILD_DIR) / "test-cache";
+  auto cmd = optimize_cmd(out, 200);
+  cmd.insert(cmd.end(), {"--time-limit", "0.001"});
+  auto r = ka::run_command(cmd, std::chrono::minutes(10), env(cache));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(stopped: --time-limit)"), std::string::npos) << r.output;
+  Counts c = counts(out / "campaign.db");
+  EXPECT_GE(c.candidates, 1u);
+  EXPECT_LE(c.candidates, 3u) << r.output;  // the first proposals (depth 2 with --jobs 2), a piecewise one
+  EXPECT_EQ(c.measurements, c.distinct);
+  bool best = false;
+  for (const auto& d : fs::directory_iterator(out)) best |= d.is_directory() && fs::exists(d.path() / "best" / "solution.json");
+  EXPECT_TRUE(best) << r.output;
+}
+
 // Two agents proposing the same point make one candidate: the store's key ignores the author (the
 // six-problem GEMM campaign of 2026-12-04 judged every transferred seed twice, once per agent).
 TEST(Campaign, CandidateIdentityIgnoresTheProposingAgent) {

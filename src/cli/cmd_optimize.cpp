@@ -59,6 +59,11 @@ void register_optimize(CLI::App& app) {
                   "speed-of-light (0: spend the whole budget)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--time-limit", o.time_limit_s,
+                  "Seconds per problem: once passed, its agents propose no new candidates; those in flight finish "
+                  "and the piecewise candidate is still judged (0: no limit, the budget ends a problem)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("--no-compose", [](int64_t) { o.compose = false; },
                 "Agents spend the whole budget (by default, on a problem with one var axis, the last candidate is a "
                 "piecewise one: the incumbent with the candidates that beat it on some values of that axis, each "
@@ -93,7 +98,7 @@ void register_optimize(CLI::App& app) {
                  p.best_sol_score ? fmt::format("{:.3f}", *p.best_sol_score) : "-",
                  p.best_sol_ratio ? fmt::format("{:.2f}", *p.best_sol_ratio) : "-",
                  p.solved ? (p.best_dir / "best" / "solution.json").string() : "no passing candidate",
-                 p.stopped_at_sol ? " (stopped: at speed-of-light)" : "");
+                 p.stopped_at_sol ? " (stopped: at speed-of-light)" : p.stopped_at_time ? " (stopped: --time-limit)" : "");
     }
     for (const auto& p : r.problems)
       if (p.per_gpu.size() > 1) {

@@ -444,6 +444,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     double best = 0, best_ref = 0;
     SolStats best_sol;
     bool at_sol = false;  // the incumbent is within sol_stop of SOL: no more proposals
+    bool time_up = false;  // time_limit_s passed: no more proposals
     int measured = 0, replayed = 0;
     std::vector<std::pair<std::string, Scored>> passed_seen;  // every passed candidate, in observation order
 
@@ -577,7 +578,14 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
           out.terminated = true;
           spdlog::warn("SIGTERM: no new candidates; finishing the {} in flight", q.size());
         }
-        while (!at_sol && !g_terminate.load() && static_cast<int>(q.size()) < depth &&
+        // (checked once something was proposed: a problem judges at least its first candidates)
+        if (!time_up && opt.time_limit_s > 0 && !spent.empty() && secs(p_start, Clock::now()) > opt.time_limit_s) {
+          time_up = true;
+          spdlog::info("{}: time limit of {:g} s reached after {} candidates: no new search candidates; finishing the {} "
+                       "in flight{}",
+                       p.def.name, opt.time_limit_s, spent.size(), q.size(), dax ? ", then the piecewise candidate" : "");
+        }
+        while (!at_sol && !g_terminate.load() && !time_up && static_cast<int>(q.size()) < depth &&
                static_cast<int>(spent.size()) < search_budget) {
           int a = pick();
           if (a < 0) break;
@@ -768,7 +776,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
           }
         }
       }
-      if (!compose_round || composed_now || search_budget >= opt.budget || g_terminate.load() || at_sol) break;
+      if (!compose_round || composed_now || search_budget >= opt.budget || g_terminate.load() || at_sol || time_up) break;
       search_budget = opt.budget;
     }
     progress(true);
@@ -815,6 +823,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     po.best_sol_score = best_sol.score;
     po.best_sol_ratio = best_sol.ratio;
     po.stopped_at_sol = at_sol;
+    po.stopped_at_time = time_up;
     if (!best_hash.empty()) po.best_name = known[best_hash].solution.value("name", best_hash);
     po.best_dir = opt.out / p.def.name;
     write_outputs(p, *store, po.best_dir, best_hash, per_gpu, sol_us);

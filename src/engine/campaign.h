@@ -52,6 +52,11 @@ struct CampaignOptions {
   bool compose = true;
   double compose_gain = 0.02;
   int compose_parts = 4;
+  // Per problem: once this many seconds have passed since it started (and something was
+  // proposed), its agents propose no new candidates; those in flight finish and the piecewise
+  // candidate is still judged, so a time-boxed run keeps what it measured composed (0: no limit;
+  // the budget alone ends a problem).
+  double time_limit_s = 0;
   EvalOptions eval;
 };
 
@@ -74,6 +79,7 @@ struct ProblemOutcome {
   double best_geomean_us = 0, reference_geomean_us = 0;
   std::optional<double> best_sol_score, best_sol_ratio;  // the incumbent's (sol/problem_sol.h)
   bool stopped_at_sol = false;             // stopped drawing budget: within sol_stop of SOL
+  bool stopped_at_time = false;            // stopped drawing budget: time_limit_s passed
   std::string composed;                    // the piecewise candidate judged, if any: its ranges
   bool composed_won = false;               // it became the incumbent
   // Search cost in this run: wall clock, runner time spent judging this problem's candidates and
