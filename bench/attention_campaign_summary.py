@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Issue 6's figures from a `kernelarc optimize` campaign store over the attention problems (012 and
+018 paged decode, 014 / 016 / 019 causal prefill): per problem the best candidate (every workload
+passed, then the geometric mean of the median times), and for it
+  - correctness: workloads passed of those measured (the judge's verdicts, lse included);
+  - decode: on the workloads with more than 32 MB of KV (each KV byte counted once: tokens in the
+    page table x KV width), the achieved TB/s and its share of the measured HBM bandwidth given as
+    --copy-tb-s (a device copy, what bench/copy_bandwidth.py measures) and, if given, --read-tb-s
+    (a read-only stream, e.g. bench/gather_bw.cu's sequential read);
+  - prefill: on the workloads with more than 50 GFLOP of unmasked work (only the visible query-key
+    pairs), the achieved TFLOP/s and its share of --dense-tflops (default 760, the H200's measured
+    bf16 dense rate);
+  - against the reference: the workloads where the best is not faster than PyTorch eager
+    (reference_us) or, when the campaign ran with --time-compile, torch.compile (compile_us).
+KV sizes and FLOPs come from the workloads' page tables (bench/attention_selftest.py's readers).
+Usage: attention_campaign_summary.py CAMPAIGN_DB --copy-tb-s X [--read-tb-s Y] [--dense-tflops 760]"""
+import argparse
+import json
+import math
+import os
+import sqlite3
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attention_selftest as at  # noqa: E402  (the workload readers; it imports torch)
+
+KINDS = {"012_": "gqa", "018_": "mla", "014_": "gqa_prefill", "016_": "gqa_prefill", "019_": "mla_prefill"}
+
+
+def best_candidate(db, prob):
+    best = None
+    for h, name in db.execute("SELECT hash, json_extract(solution, '$.name') FROM candidates WHERE problem = ?", (prob,)):
+        ms = db.execute("SELECT verdict, median_us FROM measurements WHERE candidate = ? AND problem = ?", (h, prob)).fetchall()
+        if not ms or any(v != "passed" or t <= 0 for v, t in ms):
+            continue
+        g = math.exp(sum(math.log(t) for _, t in ms) / len(ms))
+        if best is None or g < best[2]:
+            best = (h, name or h, g)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("db")
+    ap.add_argument("--copy-tb-s", type=float, required=True)
+    ap.add_argument("--read-tb-s", type=float)
+    ap.add_argument("--dense-tflops", type=float, default=760.0)
+    a = ap.parse_args()
+    db = sqlite3.connect(a.db)
+    probs = [p for (p,) in db.execute("SELECT DISTINCT problem FROM candidates ORDER BY problem")]
+    for prob in probs:
+        kind = next((k for pre, k in KINDS.items() if prob.startswith(pre)), None)
+        if kind is None:
+            continue
+        n_cands = db.execute("SELECT COUNT(*) FROM candidates WHERE problem = ?", (prob,)).fetchone()[0]
+        best = best_candidate(db, prob)
+        if best is None:
+            print(f"{prob}: {n_cands} candidates, none passed every workload it was measured on")
+            continue
+        h, name, g = best
+        rows = db.execute("SELECT workload, verdict, median_us, reference_us, extra FROM measurements WHERE candidate = ?",
+                          (h,)).fetchall()
+        cases = {c["name"]: c for c in at.workload_cases(at.find_problem(prob), None)}
+        total = len(cases)
+        print(f"{prob}: {n_cands} candidates; best {name}, geomean {g:.2f} us; passed {len(rows)}/{total} workloads")
+        slower = []
+        figs = []
+        for wl, _, t, ref, extra in rows:
+            extra = json.loads(extra or "null") or {}
+            comp = extra.get("compile_us") or 0
+            base = min(x for x in (ref, comp) if x > 0) if (ref > 0 or comp > 0) else 0
+            if base and t >= base:
+                slower.append(f"{wl[:8]} {t:.1f} vs {base:.1f} us")
+            c = cases.get(wl[:8])
+            if c is None:
+                continue
+            if kind in ("gqa", "mla"):
+                b = at.kv_bytes(kind, c)
+                if b > 32e6:
+                    figs.append((b / (t * 1e-6) / 1e12, wl[:8], b / 1e6, t))
+            else:
+                f = at.prefill_flops(kind, c)
+                if f > 50e9:
+                    figs.append((f / (t * 1e-6) / 1e12, wl[:8], f / 1e9, t))
+        if kind in ("gqa", "mla"):
+            figs.sort()
+            print(f"  decode, {len(figs)} workloads with > 32 MB of KV:")
+            for bw, wl, mb, t in figs:
+                read = f", {100 * bw / a.read_tb_s:.0f}% of read {a.read_tb_s}" if a.read_tb_s else ""
+                print(f"    {wl}: {mb:8.1f} MB in {t:9.1f} us = {bw:.2f} TB/s = {100 * bw / a.copy_tb_s:.0f}% of copy {a.copy_tb_s}{read}")
+        else:
+            figs.sort()
+            print(f"  prefill, {len(figs)} workloads with > 50 GFLOP unmasked:")
+            for tf, wl, gf, t in figs:
+                print(f"    {wl}: {gf:9.1f} GFLOP in {t:10.1f} us = {tf:6.1f} TFLOP/s = {100 * tf / a.dense_tflops:.0f}% of {a.dense_tflops:g}")
+        print(f"  not faster than the faster of eager and torch.compile: {len(slower)}" +
+              ("" if not slower else " (" + "; ".join(slower[:8]) + (" ..." if len(slower) > 8 else "") + ")"))
+
+
+if __name__ == "__main__":
+    main()
