@@ -6,8 +6,9 @@
 //                 BN rows of B (64, 128, 256 = the wgmma N of each warpgroup)
 //   KA_BK         64 (one 128-byte swizzle row of fp16/bf16; the only value)
 //   KA_STAGES     depth of the TMA → WGMMA shared-memory ring of the large-M path (2..6)
-//   KA_SPLITK     most K slices per output tile: the host picks the smallest power of two
-//                 s ≤ SPLITK with tiles·s ≥ #SMs (and s ≤ #k-tiles); s > 1 accumulates fp32
+//   KA_SPLITK     most K slices per output tile: the host picks the fewest s ≤ SPLITK whose
+//                 tiles·s CTAs fill ≥ 90% of the GPU's resident slots in their last wave (and
+//                 2s ≤ #k-tiles; splitting only when tiles < #SMs); s > 1 accumulates fp32
 //                 partials with float2 atomics in a cached, self-cleaning workspace, and the last
 //                 CTA of a tile (per-tile arrival counter) converts and stores the tile.
 //                 PERSIST = 1 instead splits only the partial last wave: whole waves of tiles over
@@ -1107,10 +1108,23 @@ bool make_map(CUtensorMap* map, const void* ptr, int rows, int K, int box_rows) 
             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-int choose_splits(int tiles, int k_tiles, int sms) {
-  int s = 1;
-  while (s < kSplitK && tiles * s < sms && 2 * s <= k_tiles) s *= 2;
-  return s > kSplitK ? kSplitK : s;
+// K slices per tile when the tiles alone leave SMs idle: the fewest (≤ SPLITK, ≥ 2 k-tiles each)
+// whose CTAs keep ≥ 90% of the resident slots (#SMs × CTAs per SM) busy in their last wave, else
+// the count that keeps the most busy. (The smallest power of two with tiles · s ≥ #SMs, the rule
+// before, gave 64 tiles 4 slices, two waves of one CTA per SM where 2 slices fill one.)
+int choose_splits(int tiles, int k_tiles, int slots) {
+  int best = 1;
+  double best_busy = 0;
+  for (int s = 1; s <= kSplitK && (s == 1 || 2 * s <= k_tiles); ++s) {
+    const long long ctas = static_cast<long long>(tiles) * s, waves = (ctas + slots - 1) / slots;
+    const double busy = static_cast<double>(ctas) / static_cast<double>(waves * slots);
+    if (busy >= 0.9) return s;
+    if (busy > best_busy + 1e-9) {
+      best_busy = busy;
+      best = s;
+    }
+  }
+  return best;
 }
 
 // One launch of hopper_gemm_kernel<T, WG, TQ, STAGES, SWAP>; false when it cannot run (the caller
@@ -1138,7 +1152,13 @@ bool launch_hopper(DeviceState& d, int dev, const T* A, const T* B, T* C, int M,
   const long long tiles = static_cast<long long>(tilesP) * tilesQ;
   if (tiles > 0x7fffffffLL) return false;
   const int k_tiles = (K + 63) / 64;
-  int splits = tiles < d.sms ? choose_splits(static_cast<int>(tiles), k_tiles, d.sms) : 1;
+  int per_sm = 1;  // resident CTAs per SM (the small rings of narrow widths fit several)
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, WG * 128 + 32, smem) != cudaSuccess || per_sm < 1) {
+    (void)cudaGetLastError();
+    per_sm = 1;
+  }
+  // (split only while tiles < #SMs: the workspace holds #SMs tiles)
+  int splits = tiles < d.sms ? choose_splits(static_cast<int>(tiles), k_tiles, d.sms * per_sm) : 1;
   if (splits > 1 && !ensure_workspace(d, static_cast<size_t>(TP) * TQ)) splits = 1;
   dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
   kernel<<<grid, WG * 128 + 32, smem>>>(mx, my, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, splits, kRaster);
