@@ -19,7 +19,8 @@
 //   KA_KC      MMA = 1: CTAs of a thread-block cluster splitting K (1, 2, 4); each sums its share,
 //              and the cluster adds the partial sums through distributed shared memory (no
 //              workspace, no atomics). More CTAs for the same rows of B: a CTA can own more rows
-//              (and share each row of A among them) while the grid still fills the GPU
+//              (and share each row of A among them) while the grid still fills the GPU. On the
+//              H200 KC = 4 gives the fastest small-M point on N = 128/256 (bench/RESULTS.md)
 //
 // The skinny kernel (MMA = 0): one launch, no workspace, no atomics. Lane l of a warp reads the
 // warp's RW rows of B in 16-byte vectors l, l + 32, … (UNROLL · RW of them in flight), and for each
@@ -29,7 +30,8 @@
 // H200 it beats cuBLAS at M <= 2 and loses from M = 4 on the wide shapes (bench/RESULTS.md): the
 // CUDA cores' multiply-adds, not the memory, bound it there.
 // The MMA kernel (MMA = 1): the same grid, reduction and output, with the products on tensor
-// cores (see mma_kernel). Both need K % 8 == 0 and 16-byte aligned A and B (the judge's buffers
+// cores (see mma_kernel). On the H200 it runs at the time of a bare read of B (1.00-1.06x) at
+// M <= 16 on the wide shapes and falls behind cuBLAS from M = 32 (bench/RESULTS.md). Both need K % 8 == 0 and 16-byte aligned A and B (the judge's buffers
 // are); otherwise a plain 64×64 shared-memory tiled kernel runs.
 //
 // Under KA_EMULATE (tests/test_gemm_skinny.cpp) the source builds with g++ against the attention
