@@ -326,9 +326,7 @@ __global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
     mma_kernel(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B, uint16_t* __restrict__ C, int M, int N, int K) {
   constexpr int kNT = MB / 8, kRT = KA_RW;  // A tiles of 8 rows, B tiles of 16 rows
   constexpr int kStageBytes = stage_bytes(MB);
-  constexpr int kCopies = (kRows + MB) * 8;             // 16-byte copies per stage
   constexpr int kRingThreads = kGroups * 32;            // the threads sharing a ring
-  constexpr int kPerThread = (kCopies + kRingThreads - 1) / kRingThreads;
   KA_DYN_SMEM(smem);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = warp / KA_KW, kw = warp % KA_KW, lg = lane / 4, lq = lane % 4;
@@ -356,22 +354,46 @@ __global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
   unsigned char* ring = smem + static_cast<size_t>(kw) * kStages * kStageBytes;
   const uint4* bv = reinterpret_cast<const uint4*>(B);
   const uint4* av = reinterpret_cast<const uint4*>(A);
-  const int rt = g * 32 + lane;  // this thread among the ring's
-  // Stage i <- K tile t0 + i: copy c (of kCopies) is vector c % 8 of stage row c / 8, so 8 lanes
-  // move one 128-byte line; stage rows below kRows are rows nb0 + r of B, the rest rows r - kRows of A.
+  // Stage i <- K tile t0 + i, in 16-byte copies, 8 lanes per 128-byte line: the ring's thread rt
+  // copies vector vv = rt % 8 of stage rows r0 + j * kRowStep (j = 0, 1, ...; r0 = rt / 8). kRows is
+  // a multiple of kRowStep, so its first kBCopies copies are rows nb0 + r of B and the rest rows
+  // r - kRows of A. Everything but the K tile is fixed per thread and computed once here: a copy
+  // in the loop is one address, one predicate and the cp.async (the first version recomputed row,
+  // bounds and pointers per copy, ~17 integer instructions for each of up to 20 copies a stage).
+  constexpr int kRowStep = kRingThreads / 8;        // 4 * kGroups
+  constexpr int kBCopies = kRows / kRowStep;        // 4 * RW
+  constexpr int kACopies = (MB + kRowStep - 1) / kRowStep;
+  static_assert(!KA_MMA || (kRows % kRowStep == 0 && kRows % 8 == 0), "stage rows of B: whole copy steps, whole swizzle atoms");
+  const int rt = g * 32 + lane, r0 = rt / 8, vv = rt % 8;
+  const int b_rows = N - nb0 - r0, a_rows = M - r0;  // copy j is a real row while j * kRowStep < these
+  // Source of copy j: p + j * row_step + the K tile's vector offset. A copy past the last row or
+  // K keeps its address but reads 0 bytes (cp.async zero-fills; nothing is read).
+  const uint4* bp = bv + (static_cast<size_t>(nb0) + static_cast<size_t>(r0)) * static_cast<size_t>(nvec) + vv;
+  const uint4* ap = av + static_cast<size_t>(r0) * static_cast<size_t>(nvec) + vv;
+  const size_t row_step = static_cast<size_t>(kRowStep) * static_cast<size_t>(nvec);
+  // Destination of copy j in a stage: row r0 + j * kRowStep at vector vv ^ swz(row). kRowStep and
+  // kRows are multiples of 4 and 8, so swz(row) takes one of two values, by the parity of j when
+  // kRowStep % 8 == 4 (one value otherwise): both computed once.
+  const uint32_t d_even = static_cast<uint32_t>(r0 * 128 + ((vv ^ swz(r0)) * 16));
+  const uint32_t d_odd = static_cast<uint32_t>(r0 * 128 + ((vv ^ swz(r0 + kRowStep)) * 16));
+  const uint32_t ring0 = smem_u32(ring);
   auto issue = [&](int i) {
     if (i < nt) {
-      unsigned char* st = ring + (i % kStages) * kStageBytes;
+      const uint32_t st = ring0 + static_cast<uint32_t>((i % kStages) * kStageBytes);
+      const int kv = (t0 + i) * 8;  // the K tile's first vector
+      const bool k_in = kv + vv < nvec;
 #pragma unroll
-      for (int j = 0; j < kPerThread; ++j) {
-        const int c = rt + j * kRingThreads;
-        if (kCopies % kRingThreads == 0 || c < kCopies) {
-          const int r = c / 8, vv = c % 8, v = (t0 + i) * 8 + vv;
-          const bool is_b = r < kRows;
-          const int row = is_b ? nb0 + r : r - kRows;
-          const bool in = (is_b ? row < N : row < M) && v < nvec;
-          const uint4* src = (is_b ? bv : av) + (in ? static_cast<size_t>(row) * nvec + v : 0);
-          cp_async_16(smem_u32(st + r * 128 + ((vv ^ swz(r)) * 16)), src, in ? 16 : 0);
+      for (int j = 0; j < kBCopies; ++j) {
+        const bool in = k_in && j * kRowStep < b_rows;
+        const uint32_t d = (j % 2 ? d_odd : d_even) + static_cast<uint32_t>(j * kRowStep * 128);
+        cp_async_16(st + d, bp + (j * row_step + kv), in ? 16 : 0);
+      }
+#pragma unroll
+      for (int j = 0; j < kACopies; ++j) {
+        if (kACopies * kRowStep == MB || r0 + j * kRowStep < MB) {  // rows of A: MB in a stage
+          const bool in = k_in && j * kRowStep < a_rows;
+          const uint32_t d = (j % 2 ? d_odd : d_even) + static_cast<uint32_t>((kRows + j * kRowStep) * 128);
+          cp_async_16(st + d, ap + (j * row_step + kv), in ? 16 : 0);
         }
       }
     }
