@@ -270,19 +270,19 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 // each; the 16-byte vector v of stage row r stored at v ^ swz(r), see swz), UNROLL stages in flight, rows of A at or past M zero-filled, not read. Each row
 // of A is copied once per CTA and read by all WARPS / KW row groups, so its traffic falls with the
 // rows a CTA owns (at M = 32-64 the per-warp rings of the first version re-read A for every 16
-// rows of B and lost to cuBLAS, bench/RESULTS.md). The products are order-free in K, so each chunk
-// of 32 K takes a permuted K: MMA s (0, 1) gives its logical k = 2q + j the chunk's element
-// 8q + 4s + j and logical k = 2q + 8 + j the element 8q + 4s + 2 + j (j = 0, 1; q = lane % 4), the
-// same on both operands, which makes the fragment registers the PTX ISA prescribes exactly the
-// 32-bit words 2s and 2s + 1 of one 16-byte read per row (B rows lane / 4 and lane / 4 + 8, A row
-// lane / 4 of each tile). KW warps split K, shared memory (the rings, reused) sums them, and with
-// KC > 1 the cluster's CTAs split K again and sum through distributed shared memory.
+// rows of B and lost to cuBLAS, bench/RESULTS.md). The fragments come from the stage by ldmatrix,
+// in the PTX ISA's register layout: no register shuffles. (Until 2026-12-04 a K permutation made
+// one 16-byte read per row the fragment words, but the MMA operand needs rows r and r + 8
+// interleaved, which cost ~4 register moves per MMA.) KW warps split K, shared memory (the rings,
+// reused) sums them, and with KC > 1 the cluster's CTAs split K again and sum through distributed
+// shared memory.
 #ifdef KA_EMULATE
 using ka_emu_ops::cp_async_16;
 using ka_emu_ops::cp_async_commit;
 using ka_emu_ops::smem_u32;
 template <int N>
 inline void cp_async_wait_n() { ka_emu_ops::cp_async_wait(N); }
+inline void ldsm_x4(uint32_t a, uint32_t (&r)[4]) { ka_emu_ops::ldsm_x4(a, r[0], r[1], r[2], r[3], false); }
 #else
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
@@ -292,6 +292,12 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait_n() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
 }
 #endif
 constexpr int kStages = KA_UNROLL + 1;  // MMA = 1: ring stages
@@ -399,6 +405,21 @@ __global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
     }
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   };
+  // Fragments by ldmatrix.x4 (lane l gives the address of row l % 8 of matrix l / 8, and receives
+  // the PTX fragment layout of mma.m16n8k16 directly). Every row base below is a multiple of 8, so
+  // the row a lane addresses keeps swz(l % 8): a stage's reads differ from the first stage's only
+  // by the stage base, and from each other by compile-time row offsets.
+  //   rows of B (MMA operand A, 16 x 16 per k16 step ks): matrices (rows 0-7, k 0-7), (rows 8-15,
+  //   k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15), i.e. row (m % 2) * 8 + l % 8, vector 2ks + m / 2;
+  //   rows of A (operand B, per tile of 8 rows, two k16 steps 2c and 2c + 1): vectors 4c + m.
+  const uint32_t lsw = static_cast<uint32_t>(swz(lane % 8)), lm = static_cast<uint32_t>(lane / 8);
+  uint32_t off_b[4], off_a[2];
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks)
+    off_b[ks] = static_cast<uint32_t>((g * kWarpRows + (lane / 8) % 2 * 8 + lane % 8) * 128) +
+                (((2u * ks + lm / 2) ^ lsw) * 16u);
+#pragma unroll
+  for (int c = 0; c < 2; ++c) off_a[c] = static_cast<uint32_t>((kRows + lane % 8) * 128) + (((4u * c + lm) ^ lsw) * 16u);
   // With a shared ring every warp of the CTA runs the same number of steps (its barriers).
   const int steps = kGroups > 1 ? per : nt;
 #pragma unroll
@@ -408,35 +429,20 @@ __global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
     if constexpr (kGroups > 1) __syncthreads();  // the ring's other warps' copies landed, and
     else __syncwarp();                            // every warp left stage i - 1 (refilled below)
     if (i < nt) {
-      const unsigned char* st = ring + (i % kStages) * kStageBytes;
+      const uint32_t st = ring0 + static_cast<uint32_t>((i % kStages) * kStageBytes);
 #pragma unroll
-      for (int c = 0; c < 2; ++c) {  // two chunks of 32 K per stage
-        const int vs = 4 * c + lq;    // this lane's vector of the stage's 8
-        uint4 a[kNT], b[kRT][2];
+      for (int c = 0; c < 2; ++c) {  // two halves of 32 K per stage: k16 steps 2c and 2c + 1
+        uint32_t bf[kNT][4];          // per tile of 8 rows of A: {b0, b1} of step 2c, then of 2c + 1
 #pragma unroll
-        for (int t = 0; t < kNT; ++t) {
-          const int rr = kRows + 8 * t + lg;
-          a[t] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ swz(rr)) * 16));
-        }
+        for (int t = 0; t < kNT; ++t) ldsm_x4(st + off_a[c] + static_cast<uint32_t>(t * 8 * 128), bf[t]);
 #pragma unroll
-        for (int r = 0; r < kRT; ++r)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int rr = g * kWarpRows + 16 * r + 8 * h + lg;
-            b[r][h] = *reinterpret_cast<const uint4*>(st + rr * 128 + ((vs ^ swz(rr)) * 16));
-          }
-#pragma unroll
-        for (int s2 = 0; s2 < 2; ++s2)
+        for (int kk = 0; kk < 2; ++kk)
 #pragma unroll
           for (int r = 0; r < kRT; ++r) {
-            const uint32_t lo[4] = {b[r][0].x, b[r][0].y, b[r][0].z, b[r][0].w};
-            const uint32_t hi[4] = {b[r][1].x, b[r][1].y, b[r][1].z, b[r][1].w};
-            const uint32_t fa[4] = {lo[2 * s2], hi[2 * s2], lo[2 * s2 + 1], hi[2 * s2 + 1]};
+            uint32_t fa[4];
+            ldsm_x4(st + off_b[2 * c + kk] + static_cast<uint32_t>(r * 16 * 128), fa);
 #pragma unroll
-            for (int t = 0; t < kNT; ++t) {
-              const uint32_t w[4] = {a[t].x, a[t].y, a[t].z, a[t].w};
-              mma16816<DT>(acc[r][t], fa, w[2 * s2], w[2 * s2 + 1]);
-            }
+            for (int t = 0; t < kNT; ++t) mma16816<DT>(acc[r][t], fa, bf[t][2 * kk], bf[t][2 * kk + 1]);
           }
       }
     }
