@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 6's figures from a `kernelarc optimize` campaign store over the attention problems (012 and
-018 paged decode, 014 / 016 / 019 causal prefill): per problem the best candidate (every workload
-passed, then the geometric mean of the median times), and for it
+018 paged decode, 014 / 016 / 019 causal prefill): per problem the best candidate (the campaign's
+leaderboard, as bench/gemm_campaign_summary.py reads it), and for it
   - correctness: workloads passed of those measured (the judge's verdicts, lse included);
   - decode: on the workloads with more than 32 MB of KV (each KV byte counted once: tokens in the
     page table x KV width), the achieved TB/s and its share of the measured HBM bandwidth given as
@@ -13,51 +13,39 @@ passed, then the geometric mean of the median times), and for it
   - against the reference: the workloads where the best is not faster than PyTorch eager
     (reference_us) or, when the campaign ran with --time-compile, torch.compile (compile_us).
 KV sizes and FLOPs come from the workloads' page tables (bench/attention_selftest.py's readers).
-Usage: attention_campaign_summary.py CAMPAIGN_DB --copy-tb-s X [--read-tb-s Y] [--dense-tflops 760]"""
+Usage: attention_campaign_summary.py CAMPAIGN_DIR --copy-tb-s X [--read-tb-s Y] [--dense-tflops 760]"""
 import argparse
 import json
-import math
 import os
 import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attention_selftest as at  # noqa: E402  (the workload readers; it imports torch)
+from gemm_campaign_summary import leaderboard  # noqa: E402
 
 KINDS = {"012_": "gqa", "018_": "mla", "014_": "gqa_prefill", "016_": "gqa_prefill", "019_": "mla_prefill"}
 
 
-def best_candidate(db, prob):
-    best = None
-    for h, name in db.execute("SELECT hash, json_extract(solution, '$.name') FROM candidates WHERE problem = ?", (prob,)):
-        ms = db.execute("SELECT verdict, median_us FROM measurements WHERE candidate = ? AND problem = ?", (h, prob)).fetchall()
-        if not ms or any(v != "passed" or t <= 0 for v, t in ms):
-            continue
-        g = math.exp(sum(math.log(t) for _, t in ms) / len(ms))
-        if best is None or g < best[2]:
-            best = (h, name or h, g)
-    return best
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("db")
+    ap.add_argument("campaign", help="campaign folder (campaign.db, per-problem leaderboard.json)")
     ap.add_argument("--copy-tb-s", type=float, required=True)
     ap.add_argument("--read-tb-s", type=float)
     ap.add_argument("--dense-tflops", type=float, default=760.0)
     a = ap.parse_args()
-    db = sqlite3.connect(a.db)
+    db = sqlite3.connect(os.path.join(a.campaign, "campaign.db"))
     probs = [p for (p,) in db.execute("SELECT DISTINCT problem FROM candidates ORDER BY problem")]
     for prob in probs:
         kind = next((k for pre, k in KINDS.items() if prob.startswith(pre)), None)
         if kind is None:
             continue
         n_cands = db.execute("SELECT COUNT(*) FROM candidates WHERE problem = ?", (prob,)).fetchone()[0]
-        best = best_candidate(db, prob)
-        if best is None:
-            print(f"{prob}: {n_cands} candidates, none passed every workload it was measured on")
+        lb = leaderboard(a.campaign, db, prob)
+        if not lb or lb[0]["passed_workloads"] != lb[0]["workloads"] or lb[0]["workloads"] == 0:
+            print(f"{prob}: {n_cands} candidates, none passed every workload")
             continue
-        h, name, g = best
+        h, name, g = lb[0]["candidate"], lb[0].get("name") or lb[0]["candidate"], lb[0]["geomean_us"]
         rows = db.execute("SELECT workload, verdict, median_us, reference_us, extra FROM measurements WHERE candidate = ?",
                           (h,)).fetchall()
         cases = {c["name"]: c for c in at.workload_cases(at.find_problem(prob), None)}

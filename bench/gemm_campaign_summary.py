@@ -36,18 +36,23 @@ def leaderboard_from_store(db, prob):
     return rows
 
 
+def leaderboard(camp, db, prob):
+    """The problem's leaderboard rows, best first: the campaign's leaderboard.json, or, when the
+    optimize process was killed before writing it, ranked from the store (with a note printed)."""
+    lb_path = os.path.join(camp, prob, "leaderboard.json")
+    if os.path.isfile(lb_path):
+        return json.load(open(lb_path))
+    print(f"{prob}: no leaderboard.json (process killed?); best taken from the store")
+    return leaderboard_from_store(db, prob)
+
+
 def main():
     camp = sys.argv[1]
     db = sqlite3.connect(os.path.join(camp, "campaign.db"))
     all_sp, rows = [], []
     probs = sorted(r[0] for r in db.execute("SELECT DISTINCT problem FROM candidates"))
     for prob in probs:
-        lb_path = os.path.join(camp, prob, "leaderboard.json")
-        if os.path.isfile(lb_path):
-            lb = json.load(open(lb_path))
-        else:  # the optimize process was killed before writing its outputs: rank from the store
-            lb = leaderboard_from_store(db, prob)
-            print(f"{prob}: no leaderboard.json (process killed?); best taken from the store")
+        lb = leaderboard(camp, db, prob)
         if not lb or lb[0]["passed_workloads"] != lb[0]["workloads"] or lb[0]["workloads"] == 0:
             print(f"{prob}: no candidate passed every workload")
             continue

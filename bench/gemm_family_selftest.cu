@@ -281,27 +281,30 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
 
+  // The protocol: median of `reps` calls, each after an L2 flush, CUDA events around the call.
+  auto time_it = [&](int reps, auto&& fn) {
+    std::vector<float> t;
+    for (int r = 0; r < reps; ++r) {
+      CK(cudaMemsetAsync(flush, r & 0xFF, flush_bytes, st));
+      CK(cudaEventRecord(e0, st));
+      fn();
+      CK(cudaEventRecord(e1, st));
+      wait_or_die(st, o.hang_s, "timed call");
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      t.push_back(ms * 1000.f);
+      if (r == 0 && ms > 1000.f) break;  // a slow path: one timed call is enough
+    }
+    return median(t);
+  };
   if (o.floor) {
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    auto time_it = [&](auto&& fn) {
-      std::vector<float> t;
-      for (int r = 0; r < std::max(o.reps, 5); ++r) {
-        CK(cudaMemsetAsync(flush, r & 0xFF, flush_bytes, st));
-        CK(cudaEventRecord(e0, st));
-        fn();
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        t.push_back(ms * 1000.f);
-      }
-      return median(t);
-    };
-    const double empty_us = time_it([&] { empty_kernel<<<1, 32, 0, st>>>(); });
+    const int reps = std::max(o.reps, 5);
+    const double empty_us = time_it(reps, [&] { empty_kernel<<<1, 32, 0, st>>>(); });
     for (const auto& nk : o.shapes) {
       const size_t n = static_cast<size_t>(nk.first) * nk.second / 8;
-      const double us = time_it([&] {
+      const double us = time_it(reps, [&] {
         read_kernel<<<2 * sms, 512, 0, st>>>(reinterpret_cast<const uint4*>(dB), n, reinterpret_cast<unsigned*>(stats));
       });
       std::printf("FLOOR %d %d %.2f %.2f %.2f\n", nk.first, nk.second, empty_us, us, n * 16.0 / us / 1e6);
@@ -368,23 +371,8 @@ int main(int argc, char** argv) {
         std::string status = check(bad, maxerr);
         double us = 0, cub_us = 0;
         if (!o.misaligned && o.reps > 0) {
-          auto time_it = [&](auto&& fn) {
-            std::vector<float> t;
-            for (int r = 0; r < o.reps; ++r) {
-              CK(cudaMemsetAsync(flush, r & 0xFF, flush_bytes, st));
-              CK(cudaEventRecord(e0, st));
-              fn();
-              CK(cudaEventRecord(e1, st));
-              wait_or_die(st, o.hang_s, "timed call");
-              float ms = 0;
-              CK(cudaEventElapsedTime(&ms, e0, e1));
-              t.push_back(ms * 1000.f);
-              if (r == 0 && ms > 1000.f) break;  // a slow path: one timed call is enough
-            }
-            return median(t);
-          };
-          us = time_it([&] { entry(args, 3); });
-          cub_us = time_it([&] {
+          us = time_it(o.reps, [&] { entry(args, 3); });
+          cub_us = time_it(o.reps, [&] {
             cublasGemmEx(cb, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B, ct, K, A, ct, K, &zero, dR, ct, N,
                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
           });

@@ -56,7 +56,7 @@ fi
 echo "optimize wall: $(( $(date +%s) - start )) s" >>"$OUT/optimize.txt"
 python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
 [[ " ${probs[*]}" == *_gemm_* ]] && python3 bench/gemm_campaign_summary.py "$OUT/camp" >>"$OUT/summary_campaign.txt" 2>&1
-[[ " ${probs[*]}" =~ /01[24689]_ ]] && python3 bench/attention_campaign_summary.py "$OUT/camp/campaign.db" --copy-tb-s "$COPY" \
+[[ " ${probs[*]}" =~ /01[24689]_ ]] && python3 bench/attention_campaign_summary.py "$OUT/camp" --copy-tb-s "$COPY" \
   ${READ_TB_S:+--read-tb-s $READ_TB_S} >>"$OUT/summary_campaign.txt" 2>&1
 # The store and the per-problem outputs travel back in the archive (the device tool returns files at
 # most two folders down); a campaign cut short by the time limit is resumed by the same command.

@@ -264,10 +264,11 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 
 // ── the tensor-core kernel (MMA = 1) ─────────────────────────────────────────────────────────────
 // Swap-AB with mma.sync m16n8k16: rows of B are the MMA's M side (16 per row tile, RW tiles per
-// warp), rows of A its N side (MB / 8 tiles of 8). The KW warps of one K slice share a ring of
-// UNROLL + 1 stages in shared memory; a stage is 64 K of all the CTA's rows of B and of the MB rows
-// of A (one 128-byte line each), copied by cp.async in whole lines (8 lanes per line, 16 bytes
-// each; the 16-byte vector v of stage row r stored at v ^ swz(r), see swz), UNROLL stages in flight, rows of A at or past M zero-filled, not read. Each row
+// warp), rows of A its N side (MB / 8 tiles of 8). The WARPS / KW warps of one K slice (one per
+// row group) share a ring of UNROLL + 1 stages in shared memory; a stage is 64 K of all the CTA's
+// rows of B and of the MB rows of A (one 128-byte line each), copied by cp.async in whole lines (8
+// lanes per line, 16 bytes each; vector v of stage row r stored at v ^ swz(r)), UNROLL stages in
+// flight, rows of A at or past M zero-filled, not read. Each row
 // of A is copied once per CTA and read by all WARPS / KW row groups, so its traffic falls with the
 // rows a CTA owns (at M = 32-64 the per-warp rings of the first version re-read A for every 16
 // rows of B and lost to cuBLAS, bench/RESULTS.md). The fragments come from the stage by ldmatrix,
@@ -301,16 +302,15 @@ __device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t (&r)[4]) {
 }
 #endif
 constexpr int kStages = KA_UNROLL + 1;  // MMA = 1: ring stages
-// The XOR swizzle of a stage row's eight 16-byte vectors. A 16-byte shared load is served eight
-// lanes at a time; in the fragment reads below those are rows r and r + 1 (r even) at vectors
-// 4c .. 4c + 3, so rows r and r + 1 must land those four vectors on different halves of the 32
-// banks: bit 2 of swz differs between them. (v ^ (r % 8), the first swizzle, did not: every fragment
-// read was a 2-way bank conflict, which bound the kernel from M = 32 on; the copies, one row per
-// eight lanes, are conflict-free under any row swizzle.)
+// The XOR swizzle of a stage row's eight 16-byte vectors: vector v of row r is stored at v ^ swz(r).
+// Shared memory serves 16-byte accesses eight lanes at a time: a copy phase is one row's eight
+// vectors, an ldmatrix phase eight consecutive rows at one vector, so any swz that permutes r % 8
+// keeps both conflict-free. (The first fragment reads, one 16-byte read per row under a K
+// permutation, paired rows r and r + 1 in a phase and conflicted 2-way under this swizzle.)
 #ifdef KA_EMULATE
-inline int swz(int r) { return (r ^ (r << 2)) & 7; }
+inline int swz(int r) { return r & 7; }
 #else
-__device__ __forceinline__ int swz(int r) { return (r ^ (r << 2)) & 7; }
+__device__ __forceinline__ int swz(int r) { return r & 7; }
 #endif
 // MMA = 1, a ring stage: 64 K of the CTA's kRows rows of B (group g's at g · kWarpRows), then of MB
 // rows of A; one ring per K slice kw, shared by the kGroups warps of that slice.
@@ -357,7 +357,6 @@ __global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
   const int per = ((c1 > c0 ? c1 - c0 : 0) + KA_KW - 1) / KA_KW;
   const int t0 = c0 + kw * per, t1 = c1 < t0 + per ? c1 : t0 + per;
   const int nt = t1 > t0 ? t1 - t0 : 0;  // this warp's K tiles
-  unsigned char* ring = smem + static_cast<size_t>(kw) * kStages * kStageBytes;
   const uint4* bv = reinterpret_cast<const uint4*>(B);
   const uint4* av = reinterpret_cast<const uint4*>(A);
   // Stage i <- K tile t0 + i, in 16-byte copies, 8 lanes per 128-byte line: the ring's thread rt
@@ -382,7 +381,7 @@ __global__ void __launch_bounds__(KA_WARPS * 32) KA_MMA_CLUSTER
   // kRowStep % 8 == 4 (one value otherwise): both computed once.
   const uint32_t d_even = static_cast<uint32_t>(r0 * 128 + ((vv ^ swz(r0)) * 16));
   const uint32_t d_odd = static_cast<uint32_t>(r0 * 128 + ((vv ^ swz(r0 + kRowStep)) * 16));
-  const uint32_t ring0 = smem_u32(ring);
+  const uint32_t ring0 = smem_u32(smem + static_cast<size_t>(kw) * kStages * kStageBytes);  // this K slice's ring
   auto issue = [&](int i) {
     if (i < nt) {
       const uint32_t st = ring0 + static_cast<uint32_t>((i % kStages) * kStageBytes);
