@@ -40,11 +40,14 @@
 // that exits with bulk copies in flight, and a deadlock (every live thread waits, e.g. on a phase
 // that can never complete), with the barriers' states.
 // cp.async.mbarrier.arrive.noinc (gqa_decode_cuda's PRODUCER=1 path): the arrival is counted at
-// once, but the thread's cp.async issued before it (committed or not) move onto the barrier and are
-// performed only when that phase completes (as bulk copies are), so a reader that does not wait for
-// the phase sees the poison; those copies are no longer retired by the thread's wait_group (stricter
-// than hardware), a thread that exits while such copies are pending is reported, and a cp.async or
-// bulk copy into bytes that a pending copy still writes is reported (stage refilled too early).
+// once, and the thread's cp.async issued before it (committed or not) are tracked by the barrier
+// as well: they are performed when that phase completes (as bulk copies are), so a reader that
+// waits for neither the phase nor the copies' group sees the poison; as on the hardware they also
+// stay in their commit groups, so a cp.async.wait_group that retires the group performs them first,
+// and each copy is performed once (a barrier completing later does not write it again over newer
+// data; tests/test_emu.cpp). A thread that exits while such copies are pending is reported, and a
+// cp.async or bulk copy into bytes that a pending copy still writes is reported (stage refilled too
+// early).
 // Named barriers (bar.sync id, count; bar.arrive id, count arrives without waiting):
 // count a positive multiple of 32, the same in every arrival of
 // one phase; the phase completes when `count` threads arrived, and then every warp that took part
@@ -112,7 +115,12 @@ struct Copy {
   const void* src;
   int src_bytes;  // size or 0 (zero fill)
   int size = 16;  // 16 or 4 bytes
+  uint64_t seq = 0;  // unique per issued cp.async: one copy can be tracked by its group and by mbarriers
 };
+inline uint64_t next_copy_seq() {
+  static uint64_t n = 0;
+  return ++n;
+}
 
 enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4, kMbar = 5, kNamedBar = 6 };
 
@@ -373,6 +381,25 @@ inline MBar& mbar_at(uint32_t addr) {
   if (it == cta()->mbars.end()) fail("mbarrier operation on a shared address that holds no initialised mbarrier");
   return it->second;
 }
+// Performs cp.async `cp` of thread `tid` (its destination was poisoned at issue) and forgets every
+// reference to it: a copy stays in its commit group (cp.async.wait_group) and may also be tracked by
+// the mbarriers of later cp.async.mbarrier.arrive.noinc of its thread; whichever completes first
+// performs it, exactly once (a later copy into the same bytes must not be overwritten by a stale one).
+inline void perform_copy(Cta* c, int tid, const Copy& cp) {
+  if (cp.src_bytes) std::memcpy(&c->smem[cp.dst], cp.src, cp.size);
+  else std::memset(&c->smem[cp.dst], 0, cp.size);
+  std::memset(&c->bulk_pending[cp.dst], 0, cp.size);
+  auto drop = [&](std::vector<Copy>& v) {
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const Copy& x) { return x.seq == cp.seq; }), v.end());
+  };
+  Fiber& f = c->fibers[tid];
+  for (auto& g : f.groups) drop(g);
+  drop(f.open);
+  for (auto& [addr, b] : c->mbars)
+    b.cp_copies.erase(std::remove_if(b.cp_copies.begin(), b.cp_copies.end(),
+                                     [&](const std::pair<int, Copy>& x) { return x.first == tid && x.second.seq == cp.seq; }),
+                      b.cp_copies.end());
+}
 // Completes the current phase of b if it can: once all arrivals are in, the pending copies are
 // performed (each completing its bytes), and the phase completes when the tx-count is then zero.
 inline bool mbar_try_complete(MBar& b) {
@@ -385,12 +412,9 @@ inline bool mbar_try_complete(MBar& b) {
     if (b.tx < 0) fail("mbarrier tx-count underflow: bulk copies complete more bytes than the phase's expect_tx");
   }
   b.copies.clear();
-  for (const auto& [t, cp] : b.cp_copies) {
-    if (cp.src_bytes) std::memcpy(&c->smem[cp.dst], cp.src, cp.size);
-    else std::memset(&c->smem[cp.dst], 0, cp.size);
-    std::memset(&c->bulk_pending[cp.dst], 0, cp.size);
-  }
+  auto tracked = std::move(b.cp_copies);
   b.cp_copies.clear();
+  for (const auto& [t, cp] : tracked) perform_copy(c, t, cp);
   if (b.tx != 0) return false;
   b.phase++;
   b.pending = b.count;
@@ -633,14 +657,14 @@ inline void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   if (src_bytes != 0 && src_bytes != 16) emu::fail("cp.async src size other than 0 or 16");
   if (src_bytes && (reinterpret_cast<uintptr_t>(src) % 16)) emu::fail("cp.async from a misaligned global address");
   std::memset(&emu::smem_base()[dst], 0xFF, 16);  // poison until the group retires
-  emu::self().open.push_back({dst, src, src_bytes, 16});
+  emu::self().open.push_back({dst, src, src_bytes, 16, emu::next_copy_seq()});
 }
 inline void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
   emu::check_smem(dst, 4, 4);
   if (src_bytes != 0 && src_bytes != 4) emu::fail("cp.async (4 bytes) src size other than 0 or 4");
   if (src_bytes && (reinterpret_cast<uintptr_t>(src) % 4)) emu::fail("cp.async from a misaligned global address");
   std::memset(&emu::smem_base()[dst], 0xFF, 4);  // poison until the group retires
-  emu::self().open.push_back({dst, src, src_bytes, 4});
+  emu::self().open.push_back({dst, src, src_bytes, 4, emu::next_copy_seq()});
 }
 inline void cp_async_commit() {
   auto& f = emu::self();
@@ -650,10 +674,8 @@ inline void cp_async_commit() {
 inline void cp_async_wait(int n) {
   auto& f = emu::self();
   while (static_cast<int>(f.groups.size()) > n) {
-    for (auto& cp : f.groups.front()) {
-      if (cp.src_bytes) std::memcpy(&emu::smem_base()[cp.dst], cp.src, cp.size);
-      else std::memset(&emu::smem_base()[cp.dst], 0, cp.size);
-    }
+    const std::vector<emu::Copy> g = f.groups.front();  // perform_copy edits the groups
+    for (const auto& cp : g) emu::perform_copy(emu::cta(), f.tid, cp);
     f.groups.erase(f.groups.begin());
   }
 }
@@ -969,16 +991,16 @@ inline void cp_async_mbar_arrive_noinc(uint32_t bar) {
   if (b.pending == 0 && !emu::mbar_try_complete(b))
     emu::fail("mbarrier arrival beyond the count while the phase still misses bytes (arrival count underflow)");
   auto& f = emu::self();
-  auto move = [&](std::vector<emu::Copy>& v) {
+  // Every cp.async of this thread still in flight is tracked by this barrier too (the arrival
+  // happens once they all completed); they stay in their commit groups.
+  auto track = [&](const std::vector<emu::Copy>& v) {
     for (const emu::Copy& cp : v) {
       std::memset(&emu::cta()->bulk_pending[cp.dst], 1, cp.size);
       b.cp_copies.push_back({f.tid, cp});
     }
-    v.clear();
   };
-  for (auto& g : f.groups) move(g);
-  f.groups.clear();
-  move(f.open);
+  for (const auto& g : f.groups) track(g);
+  track(f.open);
   mbar_arrive_expect_tx(bar, 0);
 }
 inline bool mbar_try_wait(uint32_t bar, uint32_t parity) {

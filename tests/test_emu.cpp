@@ -1,0 +1,67 @@
+// test_emu.cpp — the CPU emulator of the CUDA subset the families use
+// (families/gqa_decode_cuda/emu/ka_emu.h): a cp.async that a later cp.async.mbarrier.arrive.noinc
+// also tracks stays in its commit group, as on the hardware: cp.async.wait_group retires it (the
+// data lands), and the barrier's later completion does not perform it a second time over newer
+// data. A kernel that waits for its page ids by group while tracking its K/V copies on an mbarrier
+// (a producer warp's id ring) depends on both.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "util/files.h"
+#include "util/process.h"
+
+namespace ka {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kRoot = KA_SOURCE_DIR;
+
+const char* kKernel = R"(
+#include <cstdio>
+using namespace ka_emu_ops;
+static int g[2] = {111, 222};
+static int out[3];
+void kernel() {
+  unsigned char* s = emu::smem_base();
+  int* v = reinterpret_cast<int*>(s + 16);
+  const uint32_t bar = 0;
+  if (threadIdx.x == 0) { mbar_init(bar, 1); }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cp_async_4(smem_u32(v), &g[0], 4);   // group 0
+    cp_async_commit();
+    cp_async_mbar_arrive_noinc(bar);     // the barrier tracks it too
+    cp_async_wait(0);                    // retired by its group: landed
+    out[0] = v[0];
+    cp_async_4(smem_u32(v), &g[1], 4);   // newer data into the same bytes
+    cp_async_commit();
+    cp_async_wait(0);
+    while (!mbar_try_wait(bar, 0)) {}    // completing the phase must not bring g[0] back
+    out[1] = v[0];
+    out[2] = 1;
+  }
+}
+int main() {
+  emu::launch(dim3(1), dim3(32), 64, [] { kernel(); });
+  std::printf("%d %d %d\n", out[0], out[1], out[2]);
+  return out[0] == 111 && out[1] == 222 && out[2] == 1 ? 0 : 1;
+}
+)";
+
+TEST(Emulator, CpAsyncTrackedByAnMbarrierStaysInItsGroup) {
+  const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
+  fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-emu-").string());
+  write_atomic(dir / "k.cpp", "#include \"" + emu.string() + "\"\n" + kKernel);
+  RunResult b = run_command({"g++", "-std=c++17", "-O1", "-o", (dir / "k").string(), (dir / "k.cpp").string()},
+                            std::chrono::minutes(2));
+  ASSERT_TRUE(b.ok()) << b.output;
+  RunResult r = run_command({(dir / "k").string()}, std::chrono::minutes(1));
+  EXPECT_TRUE(r.ok()) << r.output;
+  EXPECT_EQ(r.output, "111 222 1\n");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ka
