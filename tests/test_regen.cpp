@@ -1,6 +1,6 @@
 // test_regen.cpp — regenerated inputs (random inputs above the oracle's
-// KERNELARC_ORACLE_REGEN_BYTES are not stored; the judge rebuilds them with `regen` and checks
-// their SHA-256): the entry stores no bytes for them, the loaded set is byte-identical to an entry
+// KERNELARC_ORACLE_REGEN_BYTES are not stored; the judge rebuilds them with the oracle's
+// long-lived `regen-serve` process and checks their SHA-256): the entry stores no bytes for them, the loaded set is byte-identical to an entry
 // written without the threshold, a tampered recorded hash is refused with a clear error, the
 // reference-mutation check still works, and the judge gives the same verdicts while holding no
 // input sets in its own RAM once the worker keeps them.
@@ -95,6 +95,37 @@ TEST(Regen, EntryStoresNoBytesAndLoadedSetIsIdentical) {
   // The temporary regen folder is gone.
   for (const auto& d : fs::directory_iterator(t.path / "small" / "oracle"))
     EXPECT_NE(d.path().filename().string().rfind("regen-", 0), 0u) << d.path();
+}
+
+// One `regen-serve` process regenerates every set an Oracle loads (the Python start is paid once per
+// problem, not per set: 018's ~1 GB KV caches made that seconds per set on the H200), and each set it
+// returns is the one its entry was written from.
+TEST(Regen, OneOracleProcessServesEverySet) {
+  TempDir t;
+  ka::Problem p = ka::load_problem(kProblem);
+  ka::Oracle plain("cpu", t.path / "plain" / "oracle");
+  ka::Oracle small("cpu", t.path / "small" / "oracle");
+  std::vector<std::pair<ka::OracleEntry, ka::OracleEntry>> pairs;  // (stored, regenerated)
+  for (uint64_t seed : {7, 8, 9}) {
+    ka::OracleEntry full = entry(plain, p, 0, seed);
+    RegenBytes env("1000");
+    pairs.emplace_back(full, entry(small, p, 0, seed));
+  }
+  for (const auto& [full, regen] : pairs) {
+    ASSERT_TRUE(regen.meta["inputs"]["hidden_states"].value("regenerate", false));
+    ka::SafeTensors got = small.load_inputs(p, regen);
+    EXPECT_TRUE(got.tensors.at("hidden_states").data == plain.load(full, "inputs.safetensors").tensors.at("hidden_states").data)
+        << "seed " << regen.meta.value("seed", 0);
+  }
+  int logs = 0, starts = 0;
+  for (const auto& d : fs::directory_iterator(t.path / "small" / "logs")) {
+    if (d.path().filename().string().rfind("regen-serve-", 0) != 0) continue;
+    ++logs;
+    std::ifstream f(d.path());
+    for (std::string line; std::getline(f, line);) starts += line.find("kernelarc_oracle: regen-serve for") != std::string::npos;
+  }
+  EXPECT_EQ(logs, 1);
+  EXPECT_EQ(starts, 1) << "one oracle process for the three sets";
 }
 
 // A recorded hash that does not match: refused by the manifest while meta.json is as written, and

@@ -74,7 +74,17 @@ std::string Oracle::version() {
   return v;
 }
 
-Oracle::Oracle(std::string device, fs::path cache_dir) : device_(std::move(device)), root_(std::move(cache_dir)) {
+// The long-lived regeneration process of load_inputs() (src/oracle/kernelarc_regen_serve.py): one
+// request line (JSON) in, one reply line out. Restarted for another problem, and after any failure (its state is then unknown).
+struct Oracle::RegenServer {
+  std::mutex mu;
+  Child child;
+  fs::path problem_dir;
+  fs::path log;
+};
+
+Oracle::Oracle(std::string device, fs::path cache_dir)
+    : regen_(std::make_shared<RegenServer>()), device_(std::move(device)), root_(std::move(cache_dir)) {
   if (root_.empty()) root_ = cache_root() / "oracle";
   fs::create_directories(root_);
 }
@@ -349,20 +359,41 @@ SafeTensors Oracle::load_inputs(const Problem& p, const OracleEntry& e) const {
   for (const auto& [name, m] : meta["inputs"].items())
     if (m.is_object() && m.value("regenerate", false)) names.push_back(name);
   if (names.empty()) return st;
-  // One Python start per set: the oracle draws every input of the job again (no reference run)
-  // and writes the named ones into a folder of its own under the cache root, read and deleted here.
+  // The oracle draws every input of the job again (no reference run) and writes the named ones into
+  // a folder of its own under the cache root, read and deleted here.
   fs::path work = make_temp_dir((root_ / "regen-").string());
-  std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "regen",
-                               "--problem", fs::absolute(p.dir).string(), "--device", device_, "--job",
-                               fmt::format("{}:{}:{}", meta.value("uuid", ""), meta.value("seed", uint64_t{0}), work.string()),
-                               "--inputs", fmt::format("{}", fmt::join(names, ","))};
-  RunResult rr = run_command(cmd, time_limit());
   SafeTensors got;
   try {
-    if (!rr.ok()) {
-      auto last = output_tail(rr);
-      user_error("{}: regenerating input(s) {} failed ({}): {}", e.dir.string(), fmt::join(names, ", "),
-                 rr.timed_out ? "timed out" : fmt::format("exit code {}", rr.exit_code), last);
+    const std::string uuid = meta.value("uuid", ""), names_text = fmt::format("{}", fmt::join(names, ", "));
+    const uint64_t seed = meta.value("seed", uint64_t{0});
+    std::lock_guard<std::mutex> lock(regen_->mu);
+    RegenServer& srv = *regen_;
+    const fs::path pdir = fs::absolute(p.dir);
+    if (srv.child.running() && srv.problem_dir != pdir) srv.child.kill_and_reap();  // it serves one problem
+    if (!srv.child.running()) {
+      fs::create_directories(root_.parent_path() / "logs");
+      srv.log = root_.parent_path() / "logs" / fmt::format("regen-serve-{}-{}.log", ::getpid(), p.def.name);
+      srv.child.start({python(), resource_path("src/oracle/kernelarc_regen_serve.py").string(), "--problem",
+                       pdir.string(), "--device", device_},
+                      srv.log.string());
+      srv.problem_dir = pdir;
+    }
+    const std::string req = json{{"uuid", uuid}, {"seed", seed}, {"outdir", work.string()}, {"inputs", names}}.dump() + "\n";
+    std::string reply;
+    bool timed_out = false, alive = srv.child.write_all(req.data(), req.size());
+    const auto deadline = std::chrono::steady_clock::now() + time_limit();
+    for (char c = 0; alive && c != '\n';) {
+      alive = srv.child.read_exact(&c, 1, deadline, timed_out);
+      if (alive && c != '\n') reply += c;
+    }
+    json r = alive ? json::parse(reply, nullptr, false) : json();
+    if (!r.is_object() || !r.value("ok", false)) {
+      std::string why = r.is_object()            ? r.value("message", std::string("no message"))
+                        : timed_out              ? fmt::format("no answer within {:g} s", time_limit_s_)
+                        : alive                  ? fmt::format("unreadable answer '{}'", one_line(reply))
+                                                 : "the regen-serve process ended";
+      if (!r.is_object()) srv.child.kill_and_reap();  // its state is unknown: the next call starts afresh
+      user_error("{}: regenerating input(s) {} failed: {} (log: {})", e.dir.string(), names_text, why, srv.log.string());
     }
     got = read_safetensors(work / "inputs.safetensors");
   } catch (...) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,8 +61,10 @@ class Oracle {
   // ones meta.json marks "regenerate" (random inputs above the oracle's KERNELARC_ORACLE_REGEN_BYTES,
   // not stored), rebuilt by the oracle's `regen` command in a temporary folder under the cache
   // root (deleted once read) and each checked against its recorded SHA-256 (UserError naming the
-  // input if not: generation was not deterministic here). Costs one Python start (torch import,
-  // seconds) plus the generation, per call that has regenerated inputs.
+  // input if not: generation was not deterministic here). The regeneration runs in one long-lived
+  // oracle process per Oracle (kernelarc_regen_serve.py, started on first use and again for another problem or
+  // after a failure), so the Python start (torch import, CUDA set-up: seconds) is paid once, not per
+  // input set. Thread-safe (one request at a time).
   SafeTensors load_inputs(const Problem& p, const OracleEntry& e) const;
   std::string key(const Problem& p, const Workload& w, uint64_t seed) const;
   // key() without the device: the bounds cache's key.
@@ -75,6 +78,8 @@ class Oracle {
   void set_time_limit(double seconds) { time_limit_s_ = seconds; }
 
  private:
+  struct RegenServer;  // the regeneration process and its lock (oracle.cpp)
+  std::shared_ptr<RegenServer> regen_;
   double compile_budget_s_ = 240;
   double time_limit_s_ = 3600;
   std::chrono::milliseconds time_limit() const {
