@@ -17,7 +17,10 @@
 # runs one `optimize` per problem (same store) with `--time-limit T` (no new candidates after T
 # seconds; those in flight and the piecewise candidate are still judged), killed by SIGTERM only
 # COMPOSE_S (default 60) seconds later and SIGKILL DRAIN_S (default 90) after that, all within
-# OPT_TIMEOUT. TARGET=host runs the
+# OPT_TIMEOUT. ORACLE_S=T adds `--oracle-time-limit T`: a problem whose input sets the oracle
+# cannot make in T seconds (018/019: ~1 GB random KV caches per set) ends cleanly, unsearched, with
+# the sets made so far in the machine's oracle cache (/tmp/ka-cache), so that a call made while the
+# device machine is still warm goes on from them. TARGET=host runs the
 # campaigns on the CPU (a check of the script itself on a machine without a GPU).
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
@@ -47,7 +50,8 @@ if [[ -n ${PER_PROBLEM_S:-} ]]; then
     t=$(( rest < PER_PROBLEM_S ? rest : PER_PROBLEM_S ))
     t0=$(date +%s)
     timeout -k ${DRAIN_S:-90} $((t + ${COMPOSE_S:-60})) $K optimize "$pr" --target ${TARGET:-cuda} --budget "$BUDGET" \
-      --out "$OUT/camp" --seed 1 --no-progress --time-limit "$t" ${OPT_ARGS:-} >>"$OUT/optimize.txt" 2>&1
+      --out "$OUT/camp" --seed 1 --no-progress --time-limit "$t" ${ORACLE_S:+--oracle-time-limit $ORACLE_S} \
+      ${OPT_ARGS:-} >>"$OUT/optimize.txt" 2>&1
     rc=$?  # before any command substitution resets $?: 124 = stopped by SIGTERM, 137 = killed after DRAIN_S
     echo "$(basename "$pr"): exit $rc, wall $(( $(date +%s) - t0 )) s (limit $t s)" >>"$OUT/optimize.txt"
   done

@@ -240,6 +240,26 @@ TEST(Campaign, TimeLimitEndsTheSearchWithItsResults) {
   EXPECT_TRUE(best) << r.output;
 }
 
+// --oracle-time-limit: an oracle that cannot make every input set in time leaves the problem
+// unsearched (no candidate is judged on missing sets, whose workloads would count as failed for
+// good), says so, keeps what it made, and the same command without the limit goes on from there.
+TEST(Campaign, OracleTimeLimitLeavesTheProblemForARerun) {
+  fs::path out = fs::path(KA_BUILD_DIR) / "test-campaign-oracle-limit";
+  fs::path cache = fs::path(KA_BUILD_DIR) / "test-cache-oracle-limit";  // cold: the oracle must run
+  fs::remove_all(out);
+  fs::remove_all(cache);
+  auto cmd = optimize_cmd(out, 2);
+  cmd.insert(cmd.end(), {"--oracle-time-limit", "1"});  // a Python start with torch takes longer
+  auto r = ka::run_command(cmd, std::chrono::minutes(10), env(cache));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("(not searched: --oracle-time-limit; run again to go on)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("input sets within its time limit of 1 s"), std::string::npos) << r.output;
+  EXPECT_EQ(counts(out / "campaign.db").candidates, 0u);
+  auto again = ka::run_command(optimize_cmd(out, 2), std::chrono::minutes(10), env(cache));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_GE(counts(out / "campaign.db").candidates, 1u);
+}
+
 // Two agents proposing the same point make one candidate: the store's key ignores the author (the
 // six-problem GEMM campaign of 2026-12-04 judged every transferred seed twice, once per agent).
 TEST(Campaign, CandidateIdentityIgnoresTheProposingAgent) {

@@ -64,6 +64,12 @@ void register_optimize(CLI::App& app) {
                   "and the piecewise candidate is still judged (0: no limit, the budget ends a problem)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--oracle-time-limit", o.eval.oracle_time_limit_s,
+                  "Seconds the oracle may spend making a problem's input sets and reference outputs (0: an hour). "
+                  "Past it the problem is not searched in this run: the sets made so far stay in the oracle cache "
+                  "and a rerun goes on from them (for problems whose sets take longer than one sitting)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("--no-compose", [](int64_t) { o.compose = false; },
                 "Agents spend the whole budget (by default, on a problem with one var axis, the last candidate is a "
                 "piecewise one: the incumbent with the candidates that beat it on some values of that axis, each "
@@ -98,7 +104,10 @@ void register_optimize(CLI::App& app) {
                  p.best_sol_score ? fmt::format("{:.3f}", *p.best_sol_score) : "-",
                  p.best_sol_ratio ? fmt::format("{:.2f}", *p.best_sol_ratio) : "-",
                  p.solved ? (p.best_dir / "best" / "solution.json").string() : "no passing candidate",
-                 p.stopped_at_sol ? " (stopped: at speed-of-light)" : p.stopped_at_time ? " (stopped: --time-limit)" : "");
+                 p.stopped_at_sol    ? " (stopped: at speed-of-light)"
+                 : p.stopped_at_time ? " (stopped: --time-limit)"
+                 : !p.oracle_cut_short.empty() ? " (not searched: --oracle-time-limit; run again to go on)"
+                                               : "");
     }
     for (const auto& p : r.problems)
       if (p.per_gpu.size() > 1) {

@@ -413,7 +413,19 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
     int search_budget = opt.budget - (dax ? 1 : 0);  // the whole budget again if nothing is composed
     EvalOptions eo = opt.eval;
     eo.target = opt.target;
-    RunnerPool runners(p, eo, gpus);  // before the build pool, whose jobs hand builds to it
+    std::optional<RunnerPool> pool_of_runners;  // before the build pool, whose jobs hand builds to it
+    try {
+      pool_of_runners.emplace(p, eo, gpus);
+    } catch (const OracleCutShort& e) {
+      // The oracle's time limit passed before every input set was made: nothing can be judged yet
+      // (the missing workloads would count as failed for good); what it made is cached.
+      spdlog::warn("{}: {}", p.def.name, e.what());
+      po.oracle_cut_short = e.what();
+      po.wall_s = secs(p_start, Clock::now());
+      out.problems.push_back(po);
+      continue;
+    }
+    RunnerPool& runners = *pool_of_runners;
     const std::string device = runners.device(0).value("name", opt.target);
     const int sm = runners.device(0).value("sm", 0);
     BuildPool pool(jobs);

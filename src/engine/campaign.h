@@ -80,6 +80,7 @@ struct ProblemOutcome {
   std::optional<double> best_sol_score, best_sol_ratio;  // the incumbent's (sol/problem_sol.h)
   bool stopped_at_sol = false;             // stopped drawing budget: within sol_stop of SOL
   bool stopped_at_time = false;            // stopped drawing budget: time_limit_s passed
+  std::string oracle_cut_short;            // not searched: the oracle's time limit passed first (why)
   std::string composed;                    // the piecewise candidate judged, if any: its ranges
   bool composed_won = false;               // it became the incumbent
   // Search cost in this run: wall clock, runner time spent judging this problem's candidates and

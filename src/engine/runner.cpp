@@ -48,6 +48,7 @@ json eval_to_json(const EvalOptions& o) {
           {"keep_sets", o.keep_sets},
           {"cut_slow", o.cut_slow},
           {"cut_min_reference_us", o.cut_min_reference_us},
+          {"oracle_time_limit_s", o.oracle_time_limit_s},
           {"log_dir", o.log_dir.string()}};
 }
 
@@ -66,6 +67,7 @@ EvalOptions eval_from_json(const json& j) {
   o.keep_sets = j.at("keep_sets");
   o.cut_slow = j.at("cut_slow");
   o.cut_min_reference_us = j.at("cut_min_reference_us");
+  o.oracle_time_limit_s = j.at("oracle_time_limit_s");
   o.log_dir = j.at("log_dir").get<std::string>();
   return o;
 }
@@ -135,6 +137,7 @@ class RunnerProcess {
     if (!send(setup)) throw RunnerFailed("it exited at once");
     json h = receive(Clock::now() + within);
     if (!h.value("ok", false)) {
+      if (h.value("oracle_cut_short", false)) throw OracleCutShort(h.value("message", "the oracle's time limit passed"));
       if (h.value("user", false)) throw UserError(h.value("message", "the runner cannot start"));
       throw RunnerFailed(h.value("message", "it reported an error"));
     }
@@ -258,10 +261,13 @@ RunnerPool::RunnerPool(const Problem& p, const EvalOptions& eval, const std::vec
 
   // Start: the first runner alone, then the rest together.
   std::vector<std::string> errors(n);
-  std::vector<bool> user(n, false);
+  std::vector<bool> user(n, false), cut(n, false);
   auto start = [&](size_t r) {
     try {
       procs_[r]->start(setup_, start_within);
+    } catch (const OracleCutShort& e) {
+      errors[r] = e.what();
+      cut[r] = true;
     } catch (const UserError& e) {
       errors[r] = e.what();
       user[r] = true;
@@ -277,6 +283,7 @@ RunnerPool::RunnerPool(const Problem& p, const EvalOptions& eval, const std::vec
   }
   for (size_t r = 0; r < n; ++r) {
     if (errors[r].empty()) continue;
+    if (cut[r]) throw OracleCutShort(errors[r]);
     if (user[r]) user_error("runner {} (device {}): {}", r, devices[r], one_line(errors[r]));
     throw std::runtime_error(fmt::format("runner {} (device {}) did not start: {}", r, devices[r], errors[r]));
   }
@@ -468,10 +475,21 @@ int runner_main() {
     std::vector<const Workload*> wls;
     for (const auto& w : p.workloads) wls.push_back(&w);
     oracle = std::make_unique<Oracle>(eo.target == "cuda" ? "cuda" : "cpu");
+    if (eo.oracle_time_limit_s > 0) oracle->set_time_limit(eo.oracle_time_limit_s);
     session = std::make_unique<JudgeSession>(p, wls, *oracle, eo);
     // Judging an unbuilt candidate starts the worker and makes the oracle's entries (filling the
     // cache on the first runner) without running anything.
     session->judge(Candidate{}, BuildResult{});
+    // Sets the oracle's time limit left unmade: no candidate is judged without them (their
+    // workloads would be recorded as failed for good); the engine ends the problem, the finished
+    // sets stay in the cache, and a later run goes on from there.
+    if (auto [cut, all] = session->sets_cut_short(); cut > 0) {
+      wire::write_message(out, {{"ok", false}, {"user", true}, {"oracle_cut_short", true},
+                                {"message", fmt::format("the oracle made {} of {} input sets within its time limit of "
+                                                        "{:g} s (those made stay in its cache: a rerun goes on from there)",
+                                                        all - cut, all, eo.oracle_time_limit_s)}});
+      return 2;
+    }
   } catch (const UserError& e) {
     return fail(e, true);
   } catch (const std::exception& e) {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "judge/evaluator.h"
+#include "util/error.h"
 #include "solution/solution.h"
 #include "target/build.h"
 
@@ -74,10 +75,17 @@ std::vector<int> parse_gpus(const std::string& spec, const std::string& target);
 
 class RunnerProcess;
 
+// The oracle's time limit (EvalOptions::oracle_time_limit_s) passed before it made every input set
+// of the problem: the finished sets are cached, a later run goes on from them.
+struct OracleCutShort : UserError {
+  using UserError::UserError;
+};
+
 class RunnerPool {
  public:
   // Starts one runner per device: the first alone (it fills the oracle cache for the problem),
-  // then the others together. Throws (UserError for what the user can fix) if one cannot start.
+  // then the others together. Throws (UserError for what the user can fix; OracleCutShort) if one
+  // cannot start.
   RunnerPool(const Problem& p, const EvalOptions& eval, const std::vector<int>& devices);
   ~RunnerPool();
   RunnerPool(const RunnerPool&) = delete;

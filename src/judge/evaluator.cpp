@@ -206,6 +206,12 @@ void JudgeSession::prepare() {
   prepared_ = true;
 }
 
+std::pair<size_t, size_t> JudgeSession::sets_cut_short() const {
+  size_t n = 0;
+  for (const auto& e : entries_) n += e.stopped;
+  return {n, entries_.size()};
+}
+
 size_t JudgeSession::host_set_bytes() const {
   size_t n = 0;
   for (const auto& s : sets_)

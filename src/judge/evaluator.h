@@ -45,6 +45,10 @@ struct EvalOptions {
   // while their total stays under this, else loaded (and regenerated) again for each call.
   size_t host_sets_bytes = size_t{8} << 30;
   std::filesystem::path log_dir;               // worker logs
+  // Seconds the oracle may spend making a problem's input sets (0: its own limit, an hour): past it
+  // the sets finished so far stay cached and the judge reports the rest as cut short
+  // (JudgeSession::sets_cut_short); `optimize --oracle-time-limit`.
+  double oracle_time_limit_s = 0;
 };
 
 struct TimingStats {
@@ -101,6 +105,9 @@ class JudgeSession {
   // Bytes of input sets (inputs + reference outputs) held in this process's RAM now: for tests
   // and diagnostics. Sets the worker keeps are not held here.
   size_t host_set_bytes() const;
+  // After the oracle's sets were made (the first judge call): how many of them the oracle did not
+  // make because its time limit cut it short (OracleEntry::stopped), and of how many.
+  std::pair<size_t, size_t> sets_cut_short() const;
 
  private:
   const Problem& p_;

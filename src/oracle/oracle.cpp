@@ -125,9 +125,19 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     if (!have) missing.push_back(i);
   }
   if (missing.empty()) return out;
-  // One oracle process per group: the sets whose reference is timed, and those that are not.
+  // One oracle process per group: the sets whose reference is timed, and those that are not; both
+  // within one time limit.
+  const auto deadline = std::chrono::steady_clock::now() + time_limit();
   auto run_group = [&](const std::vector<size_t>& missing, bool tr, bool tc) {
     if (missing.empty()) return;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left < std::chrono::seconds(1)) {
+      for (size_t i : missing) {
+        out[i].error = fmt::format("not generated: the oracle's time limit of {:g} s was used up", time_limit_s_);
+        out[i].stopped = true;
+      }
+      return;
+    }
 
   fs::path work = make_temp_dir((root / "tmp-").string());
   std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate",
@@ -157,7 +167,7 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     spdlog::info("oracle: {}/{} {} {} in {:.1f} s", done, missing.size(), j.value("uuid", std::string("?")).substr(0, 8),
                  j.value("ok", false) ? "done" : "failed", j.value("seconds", 0.0));
   };
-  RunResult rr = run_command(cmd, time_limit(), {}, progress);
+  RunResult rr = run_command(cmd, left, {}, progress);
   // An oracle that stops early (time limit, crash) keeps the jobs it finished: each job's
   // meta.json (or error.json) is written last and atomically, so a job folder that has one is
   // complete; the others get an error naming why the oracle stopped.
@@ -179,6 +189,7 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     fs::path job = work / keys[i];
     if (!stopped.empty() && !fs::exists(job / "meta.json") && !fs::exists(job / "error.json")) {
       out[i].error = stopped;
+      out[i].stopped = rr.timed_out;
       continue;
     }
     if (fs::exists(job / "error.json")) {

@@ -25,6 +25,8 @@ struct OracleEntry {
   std::filesystem::path dir;
   nlohmann::json meta;     // meta.json written by the oracle
   std::string error;       // non-empty when the oracle could not produce this entry
+  bool stopped = false;    // not produced because the oracle run was cut short (time limit, signal):
+                           // a later ensure() makes it; not a fault of the workload
   bool ok() const { return error.empty(); }
   std::optional<double> reference_ms() const;
   std::optional<double> compile_ms() const;  // torch.compile'd reference (time_compile)
@@ -73,8 +75,9 @@ class Oracle {
   // Wall-clock seconds one oracle run (one problem) may spend compiling and timing torch.compile;
   // workloads past it get compile_timing {"skipped": ...} and are redone by a later ensure().
   void set_compile_budget(double seconds) { compile_budget_s_ = seconds; }
-  // Wall-clock seconds one oracle run of ensure() may take (default an hour). A run stopped by it
-  // keeps the workloads it finished; the rest get an error and are redone by a later ensure().
+  // Wall-clock seconds one call of ensure() may take, all its oracle runs together (default an
+  // hour). A call stopped by it keeps the workloads it finished; the rest get an error (and
+  // `stopped`) and are made by a later ensure().
   void set_time_limit(double seconds) { time_limit_s_ = seconds; }
 
  private:
