@@ -275,7 +275,15 @@ RunnerPool::RunnerPool(const Problem& p, const EvalOptions& eval, const std::vec
       errors[r] = fmt::format("{}; see {}", e.what(), procs_[r]->log().string());
     }
   };
+  // The first runner makes the problem's input sets through the oracle before it answers: minutes
+  // for the large attention problems, so say so (the oracle's progress goes to the runner's log).
+  spdlog::info("{}: starting the judge (the oracle makes the input sets first; progress in {})", p.def.name,
+               procs_[0]->log().string());
+  const auto t0 = std::chrono::steady_clock::now();
   start(0);
+  if (errors[0].empty())
+    spdlog::info("{}: judge ready after {:.1f} s", p.def.name,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (errors[0].empty()) {
     std::vector<std::thread> starters;
     for (size_t r = 1; r < n; ++r) starters.emplace_back(start, r);
