@@ -25,6 +25,10 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                L2-flushed calls (CUDA events) and the effective KV bandwidth (each KV byte once);
                prefill: achieved TFLOP/s counting only the unmasked scores.
 
+  --trace      (cuda, gqa decode, with --time) builds with -DKA_TRACE and adds to each timed workload
+               where one call's time goes: per-CTA entry / first data / last data / exit times
+               (span, spread of the CTAs' exits, first-data latency, loop, tail, SM busy fraction).
+
 Points: --points default (decode: one representative per structural knob combination and per split
 mode, and one per (WARPS, TILE, STAGES) of gqa_decode's HEADS=0; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, and
 for gqa_prefill one per value of WS, plus two seeded random points),
@@ -551,6 +555,75 @@ def time_call(lib, defn, vals, outs, iters=30):
     return statistics.median(ts)
 
 
+TRACE_CTAS, TRACE_SLOTS = 16384, 10
+
+
+def _q(xs, f):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(f * len(xs)))] if xs else 0.0
+
+
+def trace_call(lib, defn, vals, outs):
+    """One L2-flushed call of a KA_TRACE build of gqa_decode_cuda (its ka_trace_read): where the
+    call's time goes, per CTA, in µs from the earliest CTA's entry (%globaltimer) and, for durations
+    within a CTA, from %clock64 at the SM clock measured here. Returns a summary dict:
+    span (first entry to last exit), entry/exit spread (p50 / p90 / max of each CTA's offset),
+    first-data latency (entry to tile 0's data ready), loop (tile 0 ready to the last tile ready),
+    tail (last tile ready to exit), and sm_busy: the mean over SMs of the fraction of the span in
+    which the SM held at least one CTA (a one-wave tail shows as exits spread and sm_busy < 1)."""
+    flush = _FLUSH[0] if _FLUSH else torch.empty(int(torch.cuda.get_device_properties(0).L2_cache_size) * 2,
+                                                  dtype=torch.int8, device="cuda")
+    arr, _keep = make_args(defn, vals, outs)
+    flush.zero_()
+    torch.cuda.synchronize()
+    if lib.kernelarc_entry(arr, len(arr)) != 0:
+        raise RuntimeError("kernelarc_entry failed")
+    torch.cuda.synchronize()
+    buf = (ctypes.c_ulonglong * (TRACE_CTAS * TRACE_SLOTS))()
+    lib.ka_trace_read.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int]
+    lib.ka_trace_read.restype = ctypes.c_int
+    n = lib.ka_trace_read(buf, TRACE_CTAS)
+    return summarize_trace([list(buf[i * TRACE_SLOTS:(i + 1) * TRACE_SLOTS]) for i in range(n)])
+
+
+def summarize_trace(recs):
+    """trace_call's summary of per-CTA records [entry gt, ck, tile-0 gt, ck, last-tile gt, ck, exit gt, ck, sm, tiles]."""
+    recs = [r for r in recs if r[0] and r[6]]
+    if not recs:
+        return {"ctas": 0}
+    t0 = min(r[0] for r in recs)
+    t1 = max(r[6] for r in recs)
+    span_ns = max(1, t1 - t0)
+    # SM clock (cycles per ns) from the CTAs' own entry-to-exit intervals in both clocks.
+    ratios = [(r[7] - r[1]) / (r[6] - r[0]) for r in recs if r[6] > r[0] + 2000]
+    ghz = statistics.median(ratios) if ratios else 1.98
+    cyc = lambda a, b: (b - a) / ghz / 1000.0  # noqa: E731  cycles -> us
+    first = [cyc(r[1], r[3]) for r in recs if r[3]]
+    loop = [cyc(r[3], r[5]) for r in recs if r[3] and r[5]]
+    tail = [cyc(r[5], r[7]) for r in recs if r[5]]
+    busy = {}
+    for r in recs:
+        busy.setdefault(r[8], []).append((r[0], r[6]))
+    frac = []
+    for iv in busy.values():
+        iv.sort()
+        cover, cur_s, cur_e = 0, None, None
+        for a, b in iv:
+            if cur_e is None or a > cur_e:
+                if cur_e is not None:
+                    cover += cur_e - cur_s
+                cur_s, cur_e = a, b
+            else:
+                cur_e = max(cur_e, b)
+        cover += cur_e - cur_s
+        frac.append(cover / span_ns)
+    q3 = lambda xs: [round(_q(xs, 0.5), 2), round(_q(xs, 0.9), 2), round(max(xs), 2)] if xs else []  # noqa: E731
+    return {"ctas": len(recs), "sms": len(busy), "span_us": round(span_ns / 1000, 2), "sm_ghz": round(ghz, 3),
+            "entry_us": q3([(r[0] - t0) / 1000 for r in recs]), "exit_us": q3([(r[6] - t0) / 1000 for r in recs]),
+            "first_data_us": q3(first), "loop_us": q3(loop), "tail_us": q3(tail),
+            "tiles": q3([r[9] for r in recs]), "sm_busy": round(sum(frac) / len(frac), 3)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["emu", "cuda", "compile"], required=True)
@@ -565,8 +638,14 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sms", default="3,8", help="emu: SM counts to emulate (comma list)")
     ap.add_argument("--time", action="store_true", help="cuda: time the workloads")
+    ap.add_argument("--trace", action="store_true",
+                    help="cuda, gqa decode: build with -DKA_TRACE and add per-CTA timings of one call to each timed "
+                         "workload (where the time goes: span, entry/exit spread, first-data latency, loop, tail, "
+                         "SM busy fraction; see trace_call)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
+    if args.trace:  # a diagnostic build (own cache key: KA_NVCC_EXTRA is part of the build hash)
+        os.environ["KA_NVCC_EXTRA"] = (os.environ.get("KA_NVCC_EXTRA", "") + " -DKA_TRACE").strip()
 
     import random
     os.makedirs(args.workdir, exist_ok=True)
@@ -680,6 +759,8 @@ def main():
                     if ok and args.mode == "cuda" and args.time and "axes" in case:
                         us = time_call(lib, defn, vals, outs)
                         row["us"] = round(us, 2)
+                        if args.trace and hasattr(lib, "ka_trace_read"):
+                            row["trace"] = trace_call(lib, defn, vals, outs)
                         if fk in PREFILL:
                             row["gflop"] = round(prefill_flops(fk, case) / 1e9, 3)
                             row["tflops"] = round(prefill_flops(fk, case) / (us * 1e-6) / 1e12, 2)
@@ -692,7 +773,8 @@ def main():
                         log.write(json.dumps(row) + "\n")
                         log.flush()
                     flag = "ok  " if ok else "FAIL"
-                    extra = " ".join(f"{k}={row[k]}" for k in row if k.endswith("max_abs") or k in ("us", "tb_s", "tflops", "error", "input_written"))
+                    extra = " ".join(f"{k}={row[k]}" for k in row
+                                     if k.endswith("max_abs") or k in ("us", "tb_s", "tflops", "error", "input_written", "trace"))
                     print(f"  [{flag}] {pname[:3]} {knobs_str(knobs)} sms={sms} {case['name']}: {extra} ({row['wall_s']} s)", flush=True)
     print(f"== {len(rows)} checks, {failures} failed")
     sys.exit(1 if failures else 0)

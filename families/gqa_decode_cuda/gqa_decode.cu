@@ -386,6 +386,38 @@ __device__ __forceinline__ void merge_group(const Params& p, int b, int g, int t
   }
 }
 
+// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/attention_selftest.py --trace
+// adds -DKA_TRACE): thread 0 of each CTA records when it entered, when tile 0's and the last tile's
+// data were ready for the consumers (PRODUCER=1), and when it left, in %globaltimer ns (comparable
+// across SMs) and %clock64 cycles (precise within one SM), with its SM and tile count; ka_trace_read
+// copies the last launch's records out. Where a decode call's time goes: the spread of the CTAs'
+// ends (a one-wave tail) against the fixed cost each CTA pays before its first tile and after
+// its last.
+#ifdef KA_TRACE
+constexpr int kTraceCtas = 16384, kTraceSlots = 10;
+__device__ unsigned long long g_trace[kTraceCtas * kTraceSlots];
+__device__ __forceinline__ void trace_at(int event, bool first_write = false) {  // event 0..3
+  if (threadIdx.x != 0 || blockIdx.x >= kTraceCtas) return;
+  unsigned long long gt, ck;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
+  unsigned long long* r = g_trace + static_cast<size_t>(blockIdx.x) * kTraceSlots;
+  if (first_write)
+    for (int i = 0; i < kTraceSlots; ++i) r[i] = 0;
+  r[2 * event] = gt;
+  r[2 * event + 1] = ck;
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  r[8] = sm;
+}
+__device__ __forceinline__ void trace_tiles(int n) {
+  if (threadIdx.x == 0 && blockIdx.x < kTraceCtas) g_trace[static_cast<size_t>(blockIdx.x) * kTraceSlots + 9] = n;
+}
+#else
+__device__ __forceinline__ void trace_at(int, bool = false) {}
+__device__ __forceinline__ void trace_tiles(int) {}
+#endif
+
 __global__ void __launch_bounds__(NT) gqa_merge_kernel(Params p) {
   const int b = blockIdx.x / HKV, g = blockIdx.x % HKV;
   const int s = __ldg(p.indptr + b), e = __ldg(p.indptr + b + 1);
@@ -394,6 +426,7 @@ __global__ void __launch_bounds__(NT) gqa_merge_kernel(Params p) {
 }
 
 __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
+  trace_at(0, true);
   KA_DYN_SMEM(smem);
   unsigned char* const stages = smem;
   float* const red_o = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // [NH][G][D]
@@ -420,6 +453,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     ce = imin(cs + p.chunk, p.N);
   }
   const int ntiles = (ce - cs + T - 1) / T;
+  trace_tiles(ntiles);
 
   // Loads: thread tid copies 16-byte chunk (tid % KCH) of rows tid/KCH + i*RPP of a tile (K and V).
   // The page ids of a tile travel ahead of it: the cp.async group that brings K/V of tile u also
@@ -1128,11 +1162,14 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   for (int t = 0; t < ntiles; ++t) {
     const int stage = t % STAGES;
     mbar_wait(full_bars + stage * 8, (t / STAGES) & 1);
+    if (t == 0) trace_at(1);
+    if (t == ntiles - 1) trace_at(2);
     __syncwarp();  // the lanes leave the spin loop together before the .aligned ldmatrix / mma
     if (have) walk_tile(t);
     __syncwarp();  // the warp's reads of the stage are done before lane 0 releases it
     if (lane == 0) mbar_arrive(empty_bars + stage * 8);
   }
+  trace_at(3);
 #else
 #if KA_BULK
   int waited = 0;  // tiles 0..waited-1 were waited for
@@ -1166,6 +1203,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   for (int u = waited; u < imin(ntiles, waited + STAGES - 1); ++u) mbar_wait(bars + (u % STAGES) * 8, (u / STAGES) & 1);
 #endif
   cp_async_wait_n<0>();
+  trace_at(3);
 #endif  // KA_PRODUCER
 }
 
@@ -1183,6 +1221,9 @@ State g_state;
 inline State& state() { return g_state; }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+#ifdef KA_TRACE
+int g_trace_grid = 0;  // CTAs of the last launch
+#endif
 
 inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const ka::TensorArg& v_cache,
                    const ka::TensorArg& kv_indptr, const ka::TensorArg& kv_indices, double sm_scale,
@@ -1258,6 +1299,9 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const k
       }
     }
   }
+#ifdef KA_TRACE
+  g_trace_grid = static_cast<int>(grid);
+#endif
   KA_LAUNCH(gqa_decode_kernel, dim3(static_cast<unsigned>(grid)), dim3(NTHREADS), SMEM_BYTES, p);
   if (split && p.nchunks > 1 && !KA_FUSED_MERGE)
     KA_LAUNCH(gqa_merge_kernel, dim3(static_cast<unsigned>(B * HKV)), dim3(NT), 0, p);
@@ -1265,6 +1309,19 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const k
 
 }  // namespace
 }  // namespace ka_gqa
+
+#ifdef KA_TRACE
+// The last launch's per-CTA records (kTraceSlots each, see trace_at), at most max_ctas of them;
+// returns how many were copied (after the launch has finished).
+extern "C" __attribute__((visibility("default"))) int ka_trace_read(unsigned long long* dst, int max_ctas) {
+  const int n = ka_gqa::g_trace_grid < max_ctas ? ka_gqa::g_trace_grid : max_ctas;
+  const int m = n < ka_gqa::kTraceCtas ? n : ka_gqa::kTraceCtas;
+  cudaDeviceSynchronize();
+  if (m <= 0 || cudaMemcpyFromSymbol(dst, ka_gqa::g_trace, sizeof(unsigned long long) * ka_gqa::kTraceSlots * m) != cudaSuccess)
+    return 0;
+  return m;
+}
+#endif
 
 void run(const ka::TensorArg& q, const ka::TensorArg& k_cache, const ka::TensorArg& v_cache,
          const ka::TensorArg& kv_indptr, const ka::TensorArg& kv_indices, double sm_scale,
