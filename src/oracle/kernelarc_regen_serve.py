@@ -18,6 +18,7 @@ A file of its own, not a command of kernelarc_oracle.py: the oracle cache's keys
 (Oracle::version), and serving requests changes no entry's content.
 """
 import argparse
+import gc
 import json
 import os
 import sys
@@ -47,6 +48,10 @@ def serve(problem, refsrc, device, requests, replies):
         except Exception as e:
             reply = {"ok": False, "message": ko.one_line(str(e)) if isinstance(e, ko.OracleError) else ko.exc_text(e)}
             print(f"kernelarc_oracle: regen-serve request failed: {reply['message']}", file=sys.stderr, flush=True)
+        # Hand the set's memory back between requests: the judge's worker keeps sets on the same GPU.
+        gc.collect()
+        if device.type == "cuda":
+            ko.torch.cuda.empty_cache()
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 
