@@ -75,7 +75,8 @@ std::string Oracle::version() {
 }
 
 // The long-lived regeneration process of load_inputs() (src/oracle/kernelarc_regen_serve.py): one
-// request line (JSON) in, one reply line out. Restarted for another problem, and after any failure (its state is then unknown).
+// request line (JSON) in, one reply line out. Restarted for another problem, and after it died, hung
+// or answered garbage (its state is then unknown); a request it reports as failed leaves it running.
 struct Oracle::RegenServer {
   std::mutex mu;
   Child child;
@@ -402,7 +403,7 @@ SafeTensors Oracle::load_inputs(const Problem& p, const OracleEntry& e) const {
       std::string why = r.is_object()            ? r.value("message", std::string("no message"))
                         : timed_out              ? fmt::format("no answer within {:g} s", time_limit_s_)
                         : alive                  ? fmt::format("unreadable answer '{}'", one_line(reply))
-                                                 : "the regen-serve process ended";
+                                                 : "the regeneration process ended";
       if (!r.is_object()) srv.child.kill_and_reap();  // its state is unknown: the next call starts afresh
       user_error("{}: regenerating input(s) {} failed: {} (log: {})", e.dir.string(), names_text, why, srv.log.string());
     }
