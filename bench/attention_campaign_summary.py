@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attention_selftest as at  # noqa: E402  (the workload readers; it imports torch)
 from gemm_campaign_summary import leaderboard  # noqa: E402
 
+
 def sol_cache_compile_us(path):
     """{(definition, uuid): torch.compile'd reference in us} from a sol cache archive (oracle-timings/*/meta.json)."""
     out = {}

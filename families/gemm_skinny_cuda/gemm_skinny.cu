@@ -31,8 +31,9 @@
 // CUDA cores' multiply-adds, not the memory, bound it there.
 // The MMA kernel (MMA = 1): the same grid, reduction and output, with the products on tensor
 // cores (see mma_kernel). On the H200 it runs at the time of a bare read of B (1.00-1.06x) at
-// M <= 16 on the wide shapes and falls behind cuBLAS from M = 32 (bench/RESULTS.md). Both need K % 8 == 0 and 16-byte aligned A and B (the judge's buffers
-// are); otherwise a plain 64×64 shared-memory tiled kernel runs.
+// M <= 16 on the wide shapes and falls behind cuBLAS from M = 32 (bench/RESULTS.md). Both need
+// K % 8 == 0 and 16-byte aligned A and B (the judge's buffers are); otherwise a plain 64×64
+// shared-memory tiled kernel runs.
 //
 // Under KA_EMULATE (tests/test_gemm_skinny.cpp) the source builds with g++ against the attention
 // families' CPU emulator (threads as fibers, warp shuffles and mma.sync as collectives), with
@@ -307,11 +308,7 @@ constexpr int kStages = KA_UNROLL + 1;  // MMA = 1: ring stages
 // vectors, an ldmatrix phase eight consecutive rows at one vector, so any swz that permutes r % 8
 // keeps both conflict-free. (The first fragment reads, one 16-byte read per row under a K
 // permutation, paired rows r and r + 1 in a phase and conflicted 2-way under this swizzle.)
-#ifdef KA_EMULATE
-inline int swz(int r) { return r & 7; }
-#else
-__device__ __forceinline__ int swz(int r) { return r & 7; }
-#endif
+__device__ __forceinline__ int swz(int r) { return r & 7; }  // (ka_emu.h maps the qualifiers to inline)
 // MMA = 1, a ring stage: 64 K of the CTA's kRows rows of B (group g's at g · kWarpRows), then of MB
 // rows of A; one ring per K slice kw, shared by the kGroups warps of that slice.
 constexpr int stage_bytes(int mb) { return (kRows + mb) * 128; }

@@ -402,13 +402,14 @@ __device__ __forceinline__ void trace_at(int event, bool first_write = false) { 
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
   asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
   unsigned long long* r = g_trace + static_cast<size_t>(blockIdx.x) * kTraceSlots;
-  if (first_write)
+  if (first_write) {
     for (int i = 0; i < kTraceSlots; ++i) r[i] = 0;
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    r[8] = sm;
+  }
   r[2 * event] = gt;
   r[2 * event + 1] = ck;
-  unsigned sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  r[8] = sm;
 }
 __device__ __forceinline__ void trace_tiles(int n) {
   if (threadIdx.x == 0 && blockIdx.x < kTraceCtas) g_trace[static_cast<size_t>(blockIdx.x) * kTraceSlots + 9] = n;
