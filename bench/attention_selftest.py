@@ -55,6 +55,7 @@ import time
 import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+FAMILIES_DIR = os.path.join(ROOT, "families")  # --families: another copy, for an A/B in one run
 EMU_HEADER = os.path.join(ROOT, "families", "gqa_decode_cuda", "emu", "ka_emu.h")
 FAMILIES = {
     "gqa": ("gqa_decode_cuda", ["012_gqa_paged_decode_h32_kv4_d128_ps1"]),
@@ -85,7 +86,7 @@ def find_problem(name):
 
 # ── family points ──────────────────────────────────────────────────────────────────────────────
 def load_family(fam):
-    d = os.path.join(ROOT, "families", fam)
+    d = os.path.join(FAMILIES_DIR, fam)
     j = json.load(open(os.path.join(d, "family.json")))
     j["dir"] = d
     j["text"] = open(os.path.join(d, j["source"])).read()
@@ -642,7 +643,14 @@ def main():
                          "workload (where the time goes: span, entry/exit spread, first-data latency, loop, tail, "
                          "SM busy fraction; see trace_call)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--families", default="",
+                    help="build the family sources from this folder instead of the repo's families/ (e.g. an older "
+                         "copy, `git archive HEAD~1 families | tar x -C DIR`, to compare two versions in one run)")
     args = ap.parse_args()
+    if args.families:
+        global FAMILIES_DIR
+        FAMILIES_DIR = os.path.abspath(os.path.join(args.families, "families")
+                                       if os.path.isdir(os.path.join(args.families, "families")) else args.families)
     if args.trace:  # a diagnostic build (own cache key: KA_NVCC_EXTRA is part of the build hash)
         os.environ["KA_NVCC_EXTRA"] = (os.environ.get("KA_NVCC_EXTRA", "") + " -DKA_TRACE").strip()
 
@@ -658,7 +666,7 @@ def main():
     failures = 0
     rows = []
     for fk, (fname, pname) in [(fk, (FAMILIES[fk][0], pn)) for fk in fams for pn in FAMILIES[fk][1]]:
-        if not os.path.isdir(os.path.join(ROOT, "families", fname)):
+        if not os.path.isdir(os.path.join(FAMILIES_DIR, fname)):
             print(f"[skip] family {fname} missing")
             continue
         fam = load_family(fname)

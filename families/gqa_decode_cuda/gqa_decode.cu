@@ -201,6 +201,7 @@ inline uint32_t ld_u32(const uint16_t* p) {
 // mbar_try_wait, bulk_copy_g2s, elect_one) come from ka_emu_ops with the CUDA signatures;
 // PRODUCER=1's mbar_arrive and cp_async_mbar_arrive_noinc too, and named barriers from emu.
 inline void consumer_sync() { emu::named_sync(1, NT); }
+inline int atom_add_acq_rel_gpu(int* p, int v) { return atomicAdd(p, v); }
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
@@ -287,6 +288,17 @@ __device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
 // Named barrier 1 over the NT consumer threads (the producer warp never joins; barrier 0 is
 // __syncthreads').
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NT) : "memory"); }
+// The fused merge's count (one thread per CTA, after a barrier over the writers of the partials):
+// release, so the CTA's partials (ordered before by the barrier; release is cumulative) are
+// visible device-wide before the count, and acquire, so the last CTA sees every other CTA's.
+// One instruction instead of every writer's __threadfence, a second one around a relaxed
+// atomicAdd and a third after it: each fence waits a round trip to L2, paid in every split CTA's
+// tail at the end of the kernel, when the memory system is saturated.
+__device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
 // True in exactly one lane of the (fully active) warp.
 __device__ __forceinline__ bool elect_one() {
   uint32_t e;
@@ -362,19 +374,36 @@ __device__ __forceinline__ void merge_group(const Params& p, int b, int g, int t
     const int row = idx / D4, d4 = idx % D4;
     float M = kNegInf, L = 0.f;
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int c = c0; c <= c1; ++c) {
-      const int slot = (c == c0 && s != c0 * p.chunk) ? 1 : 0;
-      const int64_t pidx = (static_cast<int64_t>(c) * 2 + slot) * HKV + g;
-      const float li = __ldcg(p.part_lse + pidx * G + row);
-      const float4 ov = __ldcg(reinterpret_cast<const float4*>(p.part_o + (pidx * G + row) * D) + d4);
-      const float Mn = fmaxf(M, li);
-      const float fo = exp2f(M - Mn), fn = exp2f(li - Mn);
-      L = L * fo + fn;
-      acc[0] = acc[0] * fo + fn * ov.x;
-      acc[1] = acc[1] * fo + fn * ov.y;
-      acc[2] = acc[2] * fo + fn * ov.z;
-      acc[3] = acc[3] * fo + fn * ov.w;
-      M = Mn;
+    // MB chunks' partials loaded at once, then combined: one L2 round trip per MB chunks instead
+    // of one per chunk (this runs in the last CTA's tail, on the kernel's critical path).
+    constexpr int MB = 4;
+    for (int cb = c0; cb <= c1; cb += MB) {
+      float li[MB];
+      float4 ov[MB];
+#pragma unroll
+      for (int u = 0; u < MB; ++u) {
+        const int c = cb + u;
+        li[u] = kNegInf;
+        ov[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (c <= c1) {
+          const int slot = (c == c0 && s != c0 * p.chunk) ? 1 : 0;
+          const int64_t pidx = (static_cast<int64_t>(c) * 2 + slot) * HKV + g;
+          li[u] = __ldcg(p.part_lse + pidx * G + row);
+          ov[u] = __ldcg(reinterpret_cast<const float4*>(p.part_o + (pidx * G + row) * D) + d4);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < MB; ++u) {
+        if (cb + u > c1) break;
+        const float Mn = fmaxf(M, li[u]);
+        const float fo = exp2f(M - Mn), fn = exp2f(li[u] - Mn);
+        L = L * fo + fn;
+        acc[0] = acc[0] * fo + fn * ov[u].x;
+        acc[1] = acc[1] * fo + fn * ov[u].y;
+        acc[2] = acc[2] * fo + fn * ov[u].z;
+        acc[3] = acc[3] * fo + fn * ov[u].w;
+        M = Mn;
+      }
     }
     const float inv = 1.f / L;
     const int64_t orow = static_cast<int64_t>(b) * HQ + g * G + row;
@@ -1103,14 +1132,13 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       }
     }
     if (KA_FUSED_MERGE && !full) {
-      __threadfence();  // this thread's partial writes, visible device-wide before the count
-      csync();  // every consumer's partial writes fenced before thread 0 counts this CTA as done
+      csync();  // every consumer's partial writes before thread 0 counts this CTA as done
 #if KA_HEADS
       if (tid == 0) {
         const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
-        __threadfence();  // release: the CTA's partials (ordered before by the barrier) before the count
-        const int old = atomicAdd(p.counters + cur_b * HKV + g, 1);
-        __threadfence();  // acquire: the other CTAs' partials, read below with ld.global.cg
+        // release: the CTA's partials before the count; acquire: the other CTAs' partials, read
+        // below (ld.global.cg) by the consumers after the barrier
+        const int old = atom_add_acq_rel_gpu(p.counters + cur_b * HKV + g, 1);
         *flag = old == n_b - 1;
       }
       csync();  // thread 0's *flag visible to every consumer
@@ -1123,9 +1151,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       // counters stay per (sequence, kv head) as with HEADS=1, so the merge and its layout are one).
       if (tid < NH) {
         const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
-        __threadfence();  // release: the CTA's partials (ordered before by the barrier) before the count
-        const int old = atomicAdd(p.counters + cur_b * HKV + tid, 1);
-        __threadfence();  // acquire: the other CTAs' partials, read below with ld.global.cg
+        const int old = atom_add_acq_rel_gpu(p.counters + cur_b * HKV + tid, 1);  // as with HEADS=1
         flag[tid] = old == n_b - 1;
       }
       csync();  // the flags visible to every consumer
