@@ -53,6 +53,35 @@ TEST(Compose, DispatchAxisIsTheOneVarAxisAsAPlainDimension) {
                                       R"("A": {"shape": ["M * 2", "K"], "dtype": "float16"})")));
 }
 
+// Several var axes (ragged attention: batch size, query tokens, KV tokens): every one that is a
+// plain dimension of an input is a dispatch axis, in the definition's order; dispatch_axis (the
+// agents' range axis) stays the single-var-axis case.
+TEST(Compose, DispatchAxesAreEveryVarAxisThatIsAPlainDimension) {
+  Definition d = def_with(R"("M": {"type": "var"}, "N": {"type": "var"}, "L": {"type": "var"}, "K": {"type": "const", "value": 4})",
+                          R"("A": {"shape": ["M", "K"], "dtype": "float16"}, "B": {"shape": ["K", "N * 2"], "dtype": "float16"},
+                             "I": {"shape": ["L"], "dtype": "int32"})");
+  std::vector<DispatchAxis> all = dispatch_axes(d);
+  ASSERT_EQ(all.size(), 2u);  // N appears only inside an expression
+  EXPECT_EQ(all[0].axis, "M");
+  EXPECT_EQ(all[0].input, 0);
+  EXPECT_EQ(all[1].axis, "L");
+  EXPECT_EQ(all[1].input, 2);
+  EXPECT_EQ(all[1].dim, 0);
+  EXPECT_FALSE(dispatch_axis(d));
+}
+
+TEST(Compose, TheAxisWithTheBestPlanIsComposedTiesToTheFinerAxis) {
+  auto plan = [](double us) {
+    PiecePlan p;
+    p.estimated_geomean_us = us;
+    return p;
+  };
+  EXPECT_EQ(best_axis_plan({plan(10), plan(9), plan(9.5)}, {5, 2, 9}), 1u);       // the least estimate
+  EXPECT_EQ(best_axis_plan({plan(9), plan(9.005), plan(9.001)}, {5, 7, 6}), 1u);  // within 0.1%: more distinct values
+  EXPECT_EQ(best_axis_plan({plan(9), plan(9)}, {5, 5}), 0u);                      // then the earlier axis
+  EXPECT_EQ(best_axis_plan({plan(9)}, {1}), 0u);
+}
+
 AxisTimes times(const std::string& id, const std::map<int64_t, std::vector<double>>& us) { return {id, us}; }
 
 TEST(Compose, PlanTakesEachValuesBestAndSplitsOnALogScale) {

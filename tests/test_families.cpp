@@ -936,5 +936,26 @@ TEST(FamiliesDev, GemmPiecewiseCompilesWithNvcc) {
   EXPECT_TRUE(r.ok()) << r.output;
 }
 
+// A piecewise prefill candidate on 016 (three var axes): composed on the query-token count, the
+// small-problem mma.sync point below and the WGMMA point above, as the campaign composes it, compiles
+// with the judge's nvcc flags for sm_90a. Skipped without nvcc.
+TEST(FamiliesDev, PrefillPiecewiseOnTheTokenAxisCompilesWithNvcc) {
+  LOAD_DEV(p, "016_gqa_ragged_prefill_causal_h32_kv4_d128");
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
+  std::vector<DispatchAxis> axes = dispatch_axes(p.def);
+  auto tq = std::find_if(axes.begin(), axes.end(), [](const DispatchAxis& a) { return a.axis == "total_q"; });
+  ASSERT_NE(tq, axes.end());
+  EXPECT_FALSE(dispatch_axis(p.def));
+  const Family& f = shipped("gqa_prefill_cuda");
+  Candidate small = f.instantiate({{"WARPS", 4}, {"KV_TILE", 32}, {"STAGES", 2}, {"ORDER", 0}, {"Q_IN_SMEM", 0}, {"PERSIST", 1},
+                                   {"MMA", 0}, {"OVERLAP", 0}, {"WS", 0}, {"PINGPONG", 0}}, p);
+  Candidate big = f.instantiate({{"WARPS", 12}, {"KV_TILE", 64}, {"STAGES", 3}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0},
+                                 {"MMA", 1}, {"OVERLAP", 1}, {"WS", 1}, {"PINGPONG", 1}}, p);
+  Candidate c = compose_pieces({{small, 3445}, {big, std::numeric_limits<int64_t>::max()}}, *tq, p.def, "pw");
+  RunResult r = nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", false);
+  EXPECT_TRUE(r.ok()) << r.output;
+}
+
 }  // namespace
 }  // namespace ka

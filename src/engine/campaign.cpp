@@ -408,9 +408,13 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         spdlog::warn("{}: no speed-of-light bounds: {}", p.def.name, e.what());
       }
     }
-    // A problem with one var axis keeps its last candidate for a piecewise composition.
-    const std::optional<DispatchAxis> dax = opt.compose && opt.budget >= 4 ? dispatch_axis(p.def) : std::nullopt;
-    int search_budget = opt.budget - (dax ? 1 : 0);  // the whole budget again if nothing is composed
+    // A problem with a var axis to dispatch on keeps its last candidate for a piecewise composition
+    // (with several, on the one whose plan is best once the candidates are measured); the agents
+    // organise their range findings by the axis only when it is the definition's one var axis.
+    const std::vector<DispatchAxis> daxes =
+        opt.compose && opt.budget >= 4 ? dispatch_axes(p.def) : std::vector<DispatchAxis>{};
+    const std::optional<DispatchAxis> agent_axis = daxes.empty() ? std::nullopt : dispatch_axis(p.def);
+    int search_budget = opt.budget - (daxes.empty() ? 0 : 1);  // the whole budget again if nothing is composed
     EvalOptions eo = opt.eval;
     eo.target = opt.target;
     std::optional<RunnerPool> pool_of_runners;  // before the build pool, whose jobs hand builds to it
@@ -478,7 +482,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       ctx.device = device;
       ctx.sol_us = &sol_us;
       ctx.budget_left = search_budget - static_cast<int>(spent.size());
-      ctx.piecewise_axis = dax ? dax->axis : std::string();
+      ctx.piecewise_axis = agent_axis ? agent_axis->axis : std::string();
       ctx.record_dir = opt.out / p.def.name;
       for (const auto& f : digest)
         if (opt.sharing != "none" || f.author == agents[a]->name()) ctx.digest.push_back(f);
@@ -595,7 +599,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
           time_up = true;
           spdlog::info("{}: time limit of {:g} s reached after {} candidates: no new search candidates; finishing the {} "
                        "in flight{}",
-                       p.def.name, opt.time_limit_s, spent.size(), q.size(), dax ? ", then the piecewise candidate" : "");
+                       p.def.name, opt.time_limit_s, spent.size(), q.size(), daxes.empty() ? "" : ", then the piecewise candidate");
         }
         while (!at_sol && !g_terminate.load() && !time_up && static_cast<int>(q.size()) < depth &&
                static_cast<int>(spent.size()) < search_budget) {
@@ -719,8 +723,18 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       // The last candidate: a piecewise composition of the incumbent and the candidates that beat it
       // on some values of the var axis (judged like any other; replayed on a resumed run).
       bool composed_now = false;
-      if (compose_round && dax && !best_hash.empty() && passed_seen.size() >= 2 && !g_terminate.load()) {
-        const PiecePlan plan = piecewise_plan(p, *dax, passed_seen, best_hash, opt);
+      if (compose_round && !daxes.empty() && !best_hash.empty() && passed_seen.size() >= 2 && !g_terminate.load()) {
+        std::vector<PiecePlan> plans;
+        std::vector<size_t> distinct;
+        for (const auto& ax : daxes) {
+          plans.push_back(piecewise_plan(p, ax, passed_seen, best_hash, opt));
+          std::set<int64_t> v;
+          for (const auto& w : p.workloads) v.insert(w.axes.at(ax.axis));
+          distinct.push_back(v.size());
+        }
+        const size_t ai = best_axis_plan(plans, distinct);
+        const PiecePlan& plan = plans[ai];
+        const DispatchAxis& dax = daxes[ai];
         if (plan.pieces.size() >= 2 && plan.estimated_geomean_us < best * (1 - opt.compose_gain)) {
           std::vector<Piece> pieces;
           json parts = json::array();
@@ -732,7 +746,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
           }
           Candidate comp;
           try {
-            comp = compose_pieces(pieces, *dax, p.def, "piecewise_" + sha256_hex(ids).substr(0, 8));
+            comp = compose_pieces(pieces, dax, p.def, "piecewise_" + sha256_hex(ids).substr(0, 8));
           } catch (const UserError& e) {  // parts the composition cannot hold: the slot goes back
             spdlog::warn("{}: no piecewise candidate: {}", p.def.name, e.what());
             pieces.clear();
@@ -762,7 +776,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
                 rec.hash = hash;
                 rec.problem = p.def.name;
                 rec.family = "piecewise";
-                rec.knobs = {{"axis", dax->axis}, {"pieces", parts}};
+                rec.knobs = {{"axis", dax.axis}, {"pieces", parts}};
                 rec.agent = "engine";
                 rec.seq = next_seq++;
                 rec.solution = to_native_json(comp);

@@ -16,24 +16,32 @@
 
 namespace ka {
 
-std::optional<DispatchAxis> dispatch_axis(const Definition& d) {
-  const AxisDef* var = nullptr;
+std::vector<DispatchAxis> dispatch_axes(const Definition& d) {
+  std::vector<DispatchAxis> out;
   for (const auto& a : d.axes) {
     if (a.kind != AxisDef::Var) continue;
-    if (var) return std::nullopt;  // two var axes: no single one to dispatch on
-    var = &a;
-  }
-  if (!var) return std::nullopt;
-  for (size_t i = 0; i < d.inputs.size(); ++i) {
-    const TensorDef& t = d.inputs[i];
-    if (t.scalar) continue;
-    for (size_t k = 0; k < t.dims.size(); ++k) {
-      std::string s = t.dims[k].source();
-      s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
-      if (s == var->name) return DispatchAxis{var->name, static_cast<int>(i), static_cast<int>(k)};
+    bool found = false;
+    for (size_t i = 0; i < d.inputs.size() && !found; ++i) {
+      const TensorDef& t = d.inputs[i];
+      if (t.scalar) continue;
+      for (size_t k = 0; k < t.dims.size() && !found; ++k) {
+        std::string s = t.dims[k].source();
+        s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
+        if (s == a.name) {
+          out.push_back(DispatchAxis{a.name, static_cast<int>(i), static_cast<int>(k)});
+          found = true;
+        }
+      }
     }
   }
-  return std::nullopt;
+  return out;
+}
+
+std::optional<DispatchAxis> dispatch_axis(const Definition& d) {
+  const auto vars = std::count_if(d.axes.begin(), d.axes.end(), [](const AxisDef& a) { return a.kind == AxisDef::Var; });
+  std::vector<DispatchAxis> all = dispatch_axes(d);
+  if (vars != 1 || all.empty()) return std::nullopt;
+  return all.front();
 }
 
 namespace {
@@ -204,6 +212,15 @@ PiecePlan plan_pieces(const std::vector<AxisTimes>& cands, size_t incumbent, dou
   }
   plan.estimated_geomean_us = nw > 0 ? std::exp(total / static_cast<double>(nw)) : 0;
   return plan;
+}
+
+size_t best_axis_plan(const std::vector<PiecePlan>& plans, const std::vector<size_t>& distinct) {
+  size_t best = 0;
+  for (size_t i = 1; i < plans.size(); ++i) {
+    const double a = plans[i].estimated_geomean_us, b = plans[best].estimated_geomean_us;
+    if (a < b * 0.999 || (!(b < a * 0.999) && distinct.at(i) > distinct.at(best))) best = i;
+  }
+  return best;
 }
 
 }  // namespace ka

@@ -34,8 +34,13 @@ struct DispatchAxis {
   std::string axis;
   int input = 0, dim = 0;
 };
-// The axis a piecewise candidate dispatches on: nullopt unless the definition has exactly one var
-// axis and it is a plain dimension (the axis name itself, not an expression) of an input tensor.
+// Every axis a piecewise candidate can dispatch on: the definition's var axes that are a plain
+// dimension (the axis name itself, not an expression) of an input tensor, in the definition's
+// order. A problem with several (ragged attention: batch size, query tokens, KV tokens) is
+// composed on the one whose ranges the measured winners follow best (the campaign plans each).
+std::vector<DispatchAxis> dispatch_axes(const Definition& d);
+// The axis when the definition has exactly one var axis and it is dispatchable (what the agents
+// organise their range findings by); nullopt otherwise.
 std::optional<DispatchAxis> dispatch_axis(const Definition& d);
 
 // One part: serves axis values ≤ hi that no earlier part serves (the last part serves the rest).
@@ -66,5 +71,11 @@ struct PiecePlan {
 // on a log scale. Ties go to the earlier candidate. One piece when nothing beats the incumbent.
 PiecePlan plan_pieces(const std::vector<AxisTimes>& cands, size_t incumbent, double min_gain = 0.02,
                       int max_parts = 4);
+// Of plans made on different axes of one problem (plans[i] on an axis that takes distinct[i]
+// values over its workloads), the index of the one to compose: the least estimated geomean; when
+// two are within 0.1%, the axis that tells more workloads apart (for ragged attention the token
+// count, not the batch size that a few large workloads happen to share with no small one); then
+// the earlier axis.
+size_t best_axis_plan(const std::vector<PiecePlan>& plans, const std::vector<size_t>& distinct);
 
 }  // namespace ka
