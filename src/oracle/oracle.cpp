@@ -140,40 +140,79 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
       return;
     }
 
-  fs::path work = make_temp_dir((root / "tmp-").string());
-  std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate",
-                               "--problem", fs::absolute(p.dir).string(), "--device", device_};
-  if (tr) cmd.push_back("--time-reference");
-  if (timings_only) cmd.push_back("--timings-only");
-  if (tc) {
-    cmd.push_back("--time-compile");
-    cmd.push_back("--compile-budget");
-    cmd.push_back(fmt::format("{}", compile_budget_s_));
+  // The untimed sets are made by several oracle processes at once (round robin, so large and small
+  // workloads mix): their cost is the host's (hashing and writing the inputs, Python), and nothing
+  // is timed while they run. The timed group stays one process, alone on the device, so that the
+  // reference's timing is not disturbed. KERNELARC_ORACLE_PROCS caps the processes (default: 4 on
+  // cuda, 1 on cpu, where the references themselves take the cores); memory bounds them too (8x
+  // the largest workload's inputs per process, as for the count).
+  size_t shards = 1;
+  if (!tr && !tc) {
+    shards = device_ == "cuda" ? 4 : 1;
+    if (const char* e = std::getenv("KERNELARC_ORACLE_PROCS"); e && std::atoi(e) > 0) shards = static_cast<size_t>(std::atoi(e));
+    shards = std::min({shards, missing.size(), static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency()))});
+    size_t largest = 0;
+    for (size_t i : missing) {
+      size_t bytes = 0;
+      for (const auto& t : p.def.inputs) {
+        int64_t n = 1;
+        for (int64_t d : resolve_shape(t, *reqs[i].workload)) n *= d;
+        bytes += dtype_storage_bytes(t.dtype, n);
+      }
+      largest = std::max(largest, bytes);
+    }
+    if (const uint64_t avail = mem_available_bytes(); avail > 0 && largest > 0)
+      shards = std::clamp<size_t>(static_cast<size_t>(avail / (8 * static_cast<uint64_t>(largest))), 1, shards);
   }
-  for (size_t i : missing) {
+  fs::path work = make_temp_dir((root / "tmp-").string());
+  std::vector<std::vector<std::string>> cmds(shards);
+  for (auto& cmd : cmds) {
+    cmd = {python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate", "--problem",
+           fs::absolute(p.dir).string(), "--device", device_};
+    if (tr) cmd.push_back("--time-reference");
+    if (timings_only) cmd.push_back("--timings-only");
+    if (tc) {
+      cmd.push_back("--time-compile");
+      cmd.push_back("--compile-budget");
+      cmd.push_back(fmt::format("{}", compile_budget_s_));
+    }
+  }
+  std::vector<size_t> shard_of(reqs.size(), 0);
+  for (size_t j = 0; j < missing.size(); ++j) {
+    const size_t i = missing[j];
     fs::path job = work / keys[i];
     fs::create_directories(job);
-    cmd.push_back("--job");
-    cmd.push_back(fmt::format("{}:{}:{}", reqs[i].workload->uuid, reqs[i].seed, job.string()));
+    shard_of[i] = j % shards;
+    cmds[shard_of[i]].push_back("--job");
+    cmds[shard_of[i]].push_back(fmt::format("{}:{}:{}", reqs[i].workload->uuid, reqs[i].seed, job.string()));
   }
-  spdlog::info("oracle: generating {} input set(s) for {} on {}{}", missing.size(), p.def.name, device_,
-               tr ? (tc ? ", timing the reference eagerly and under torch.compile" : ", timing the reference") : "");
+  spdlog::info("oracle: generating {} input set(s) for {} on {}{}{}", missing.size(), p.def.name, device_,
+               tr ? (tc ? ", timing the reference eagerly and under torch.compile" : ", timing the reference") : "",
+               shards > 1 ? fmt::format(" ({} processes)", shards) : "");
   // Progress: the oracle writes one JSON line per finished job.
+  std::mutex mu;
   size_t done = 0;
   auto progress = [&](std::string_view line) {
     if (line.rfind("{\"uuid\"", 0) != 0) return;
     json j = json::parse(line, nullptr, false);
     if (!j.is_object()) return;
+    std::lock_guard lock(mu);
     ++done;
     spdlog::info("oracle: {}/{} {} {} in {:.1f} s", done, missing.size(), j.value("uuid", std::string("?")).substr(0, 8),
                  j.value("ok", false) ? "done" : "failed", j.value("seconds", 0.0));
   };
-  RunResult rr = run_command(cmd, left, {}, progress);
+  std::vector<std::future<RunResult>> runs;
+  for (const auto& cmd : cmds)
+    runs.push_back(std::async(std::launch::async, [&, cmd] { return run_command(cmd, left, {}, progress); }));
+  std::vector<RunResult> results;
+  for (auto& f : runs) results.push_back(f.get());
   // An oracle that stops early (time limit, crash) keeps the jobs it finished: each job's
   // meta.json (or error.json) is written last and atomically, so a job folder that has one is
-  // complete; the others get an error naming why the oracle stopped.
-  std::string stopped;
-  if (!rr.ok()) {
+  // complete; the others get an error naming why their process stopped.
+  std::vector<std::string> stopped(shards);
+  for (size_t sh = 0; sh < shards; ++sh) {
+    const RunResult& rr = results[sh];
+    if (rr.ok()) continue;
     auto last = output_tail(rr);
     if (rr.exit_code == 2 && !rr.timed_out && rr.signal == 0) {
       fs::remove_all(work);
@@ -182,15 +221,16 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
     std::string why = rr.timed_out ? fmt::format("time limit of {:g} s", time_limit_s_)
                       : rr.signal   ? fmt::format("signal {}", rr.signal)
                                     : fmt::format("exit code {}", rr.exit_code);
-    stopped = fmt::format("the oracle stopped before finishing this workload ({}): {}", why, last);
+    stopped[sh] = fmt::format("the oracle stopped before finishing this workload ({}): {}", why, last);
     spdlog::warn("oracle: stopped ({}) after {} of {} workload(s) of {}; the finished ones are kept", why, done,
                  missing.size(), p.def.name);
   }
   for (size_t i : missing) {
     fs::path job = work / keys[i];
-    if (!stopped.empty() && !fs::exists(job / "meta.json") && !fs::exists(job / "error.json")) {
-      out[i].error = stopped;
-      out[i].stopped = rr.timed_out;
+    const size_t sh = shard_of[i];
+    if (!stopped[sh].empty() && !fs::exists(job / "meta.json") && !fs::exists(job / "error.json")) {
+      out[i].error = stopped[sh];
+      out[i].stopped = results[sh].timed_out;
       continue;
     }
     if (fs::exists(job / "error.json")) {
