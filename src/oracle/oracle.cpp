@@ -47,6 +47,29 @@ uint64_t mem_available_bytes() {
   return 0;
 }
 
+// How many oracle processes to run at once over these workloads: `want` (the environment variable
+// `env`, when set to a positive number, instead), at most one per core and one per workload, and no
+// more than the available memory holds at 8x the largest workload's inputs per process (a process
+// holds a workload's inputs, their clones and the reference's upcasts: 020's fp8 experts took
+// ~12 GB, 8.5x its 1.4 GB of inputs).
+size_t process_count(const Problem& p, const std::vector<const Workload*>& ws, size_t want, const char* env) {
+  if (const char* e = std::getenv(env); e && std::atoi(e) > 0) want = static_cast<size_t>(std::atoi(e));
+  size_t n = std::min({want, ws.size(), static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency()))});
+  size_t largest = 0;
+  for (const Workload* w : ws) {
+    size_t bytes = 0;
+    for (const auto& t : p.def.inputs) {
+      int64_t k = 1;
+      for (int64_t d : resolve_shape(t, *w)) k *= d;
+      bytes += dtype_storage_bytes(t.dtype, k);
+    }
+    largest = std::max(largest, bytes);
+  }
+  if (const uint64_t avail = mem_available_bytes(); avail > 0 && largest > 0)
+    n = std::clamp<size_t>(static_cast<size_t>(avail / (8 * static_cast<uint64_t>(largest))), 1, n);
+  return std::max<size_t>(n, 1);
+}
+
 // The last lines of a failed oracle run's output, as one line for an error message.
 std::string output_tail(const RunResult& rr) {
   return one_line(rr.output.size() > 600 ? rr.output.substr(rr.output.size() - 600) : rr.output);
@@ -143,26 +166,13 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
   // The untimed sets are made by several oracle processes at once (round robin, so large and small
   // workloads mix): their cost is the host's (hashing and writing the inputs, Python), and nothing
   // is timed while they run. The timed group stays one process, alone on the device, so that the
-  // reference's timing is not disturbed. KERNELARC_ORACLE_PROCS caps the processes (default: 4 on
-  // cuda, 1 on cpu, where the references themselves take the cores); memory bounds them too (8x
-  // the largest workload's inputs per process, as for the count).
+  // reference's timing is not disturbed. KERNELARC_ORACLE_PROCS sets the number (default: 4 on
+  // cuda, 1 on cpu, where the references themselves take the cores).
   size_t shards = 1;
   if (!tr && !tc) {
-    shards = device_ == "cuda" ? 4 : 1;
-    if (const char* e = std::getenv("KERNELARC_ORACLE_PROCS"); e && std::atoi(e) > 0) shards = static_cast<size_t>(std::atoi(e));
-    shards = std::min({shards, missing.size(), static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency()))});
-    size_t largest = 0;
-    for (size_t i : missing) {
-      size_t bytes = 0;
-      for (const auto& t : p.def.inputs) {
-        int64_t n = 1;
-        for (int64_t d : resolve_shape(t, *reqs[i].workload)) n *= d;
-        bytes += dtype_storage_bytes(t.dtype, n);
-      }
-      largest = std::max(largest, bytes);
-    }
-    if (const uint64_t avail = mem_available_bytes(); avail > 0 && largest > 0)
-      shards = std::clamp<size_t>(static_cast<size_t>(avail / (8 * static_cast<uint64_t>(largest))), 1, shards);
+    std::vector<const Workload*> ws;
+    for (size_t i : missing) ws.push_back(reqs[i].workload);
+    shards = process_count(p, ws, device_ == "cuda" ? 4 : 1, "KERNELARC_ORACLE_PROCS");
   }
   fs::path work = make_temp_dir((root / "tmp-").string());
   std::vector<std::vector<std::string>> cmds(shards);
@@ -303,25 +313,10 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
   // The count runs each reference once under PyTorch's dispatch hooks, slow for references that
   // loop in Python (paged attention: seconds to minutes per workload): the workloads are split over
   // up to eight oracle processes (round robin, so large and small workloads mix), run at once; the
-  // work is the Python interpreter's, one core per process. Memory bounds the count too: a process
-  // holds a workload's inputs, their clones and the reference's upcasts (020's fp8 experts: ~12 GB
-  // per process, 8.5x its 1.4 GB of inputs), so no more processes than MemAvailable / (8 x the
-  // largest workload's inputs); KERNELARC_COUNT_PROCS caps them.
-  size_t shards = std::min<size_t>({8, missing.size(), std::max(1u, std::thread::hardware_concurrency())});
-  if (const char* e = std::getenv("KERNELARC_COUNT_PROCS"); e && std::atoi(e) > 0)
-    shards = std::min<size_t>(shards, static_cast<size_t>(std::atoi(e)));
-  size_t largest = 0;
-  for (size_t i : missing) {
-    size_t bytes = 0;
-    for (const auto& t : p.def.inputs) {
-      int64_t n = 1;
-      for (int64_t d : resolve_shape(t, *workloads[i])) n *= d;
-      bytes += dtype_storage_bytes(t.dtype, n);
-    }
-    largest = std::max(largest, bytes);
-  }
-  if (const uint64_t avail = mem_available_bytes(); avail > 0 && largest > 0)
-    shards = std::clamp<size_t>(static_cast<size_t>(avail / (8 * static_cast<uint64_t>(largest))), 1, shards);
+  // work is the Python interpreter's, one core per process. KERNELARC_COUNT_PROCS sets the number.
+  std::vector<const Workload*> counted;
+  for (size_t i : missing) counted.push_back(workloads[i]);
+  const size_t shards = process_count(p, counted, 8, "KERNELARC_COUNT_PROCS");
   spdlog::info("oracle: counting the work of {} workload(s) of {} on {} ({} process{})", missing.size(), p.def.name,
                device_, shards, shards == 1 ? "" : "es");
   // Each count is written to the cache as its line arrives, so a process that stops later (time
