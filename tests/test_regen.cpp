@@ -235,8 +235,8 @@ std::vector<std::string> verdicts(const json& report) {
 
 // `kernelarc eval` on entries with regenerated inputs: the same verdicts as on fully stored
 // entries, for a correct solution and adversarial ones, with sets kept in the worker and sent with
-// every call. With kept sets the judge holds no set in its own RAM at the end; sent sets are
-// cached (within the host budget).
+// every call. With kept sets the judge holds no set in its own RAM at the end (and loads the sets
+// after the first ahead, while the worker runs); sent sets are cached (within the host budget).
 TEST(Regen, JudgeGivesTheSameVerdicts) {
   TempDir t;
   const fs::path ok = kRoot / "examples/solutions/rmsnorm_h128/rmsnorm_host.cpp";
@@ -255,6 +255,10 @@ TEST(Regen, JudgeGivesTheSameVerdicts) {
         EXPECT_GT(b.value("host_set_bytes", size_t{0}), 0u) << b.dump();
       else
         EXPECT_EQ(b.value("host_set_bytes", size_t{1}), 0u) << b.dump();
+      // Kept sets with regenerated inputs are loaded ahead while the worker runs the earlier ones
+      // (all but the first of the six); sets sent with every call, and stored ones, are not.
+      EXPECT_EQ(b.value("sets_loaded_ahead", size_t{99}), send ? 0u : 5u) << b.dump();
+      EXPECT_EQ(a.value("sets_loaded_ahead", size_t{99}), 0u) << a.dump();
     }
   }
   // The small-threshold cache really holds entries without the hidden_states bytes.

@@ -226,9 +226,44 @@ void JudgeSession::remember(size_t i, const std::shared_ptr<const InputSet>& s) 
 
 std::shared_ptr<const InputSet> JudgeSession::set(size_t i) {
   if (sets_[i]) return sets_[i];
-  auto s = std::make_shared<const InputSet>(load_set(p_, oracle_, entries_[i]));
+  // Loads ahead of i that were skipped (a workload whose check failed needs no re-check set) are
+  // dropped, so at most a few sets are held ahead whatever the candidates do.
+  while (!pending_.empty() && pending_.begin()->first < i) pending_.erase(pending_.begin());
+  std::shared_ptr<const InputSet> s;
+  if (auto it = pending_.find(i); it != pending_.end()) {
+    auto f = std::move(it->second);
+    pending_.erase(it);
+    s = f.get();  // a failed load throws here, as it would have in place
+    ++loaded_ahead_;
+  } else {
+    s = std::make_shared<const InputSet>(load_set(p_, oracle_, entries_[i]));
+  }
+  if (opt_.keep_sets && !unkept_.count(i)) prefetch_after(i);
   remember(i, s);
   return s;
+}
+
+namespace {
+bool regenerates_inputs(const OracleEntry& e) {
+  if (!e.ok() || !e.meta.is_object() || !e.meta.contains("inputs") || !e.meta["inputs"].is_object()) return false;
+  for (const auto& [name, m] : e.meta["inputs"].items())
+    if (m.is_object() && m.value("regenerate", false)) return true;
+  return false;
+}
+}  // namespace
+
+void JudgeSession::prefetch_after(size_t i) {
+  // Two sets ahead: while the worker receives and runs set i, the oracle's regeneration process
+  // draws the next one and this process reads and checks it (up to 2 x 1.1 GB of host memory for
+  // 018's sets). Loading a set is seconds there (1 GB drawn, written, read back, hashed), against
+  // well under a second to run it.
+  constexpr size_t kAhead = 2;
+  for (size_t j = i + 1; j < entries_.size() && j <= i + kAhead; ++j) {
+    if (sets_[j] || pending_.count(j) || unkept_.count(j) || !regenerates_inputs(entries_[j])) continue;
+    pending_.emplace(j, std::async(std::launch::async, [this, j] {
+                       return std::make_shared<const InputSet>(load_set(p_, oracle_, entries_[j]));
+                     }));
+  }
 }
 
 WorkerReply JudgeSession::run_set(size_t i, const std::string& mode, json extra, std::shared_ptr<const InputSet>* sent) {
@@ -369,6 +404,7 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
   }
   ev.worker_restarts = worker.restarts() - restarts_before;
   ev.host_set_bytes = host_set_bytes();
+  ev.sets_loaded_ahead = loaded_ahead_;
   return ev;
 }
 

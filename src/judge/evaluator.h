@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -78,6 +80,7 @@ struct CandidateEval {
   std::vector<WorkloadEval> workloads;
   int worker_restarts = 0;
   size_t host_set_bytes = 0;  // input-set bytes held in the judge's RAM when judging ended (diagnostics)
+  size_t sets_loaded_ahead = 0;  // sets with regenerated inputs loaded while the worker ran earlier ones (diagnostics)
 };
 
 TimingStats summarize(std::vector<double> samples_us);
@@ -121,10 +124,18 @@ class JudgeSession {
   std::vector<std::shared_ptr<const InputSet>> sets_;
   std::set<size_t> unkept_;                          // sets the worker had no room to keep
   bool prepared_ = false;
+  // Sets with regenerated inputs (018/019: a 1 GB random KV cache each) being loaded ahead, in a
+  // thread each, while the worker runs the current one (see prefetch_after). Declared last: the
+  // futures' destructors wait for the loads before the members they use go.
+  std::map<size_t, std::future<std::shared_ptr<const InputSet>>> pending_;
+  size_t loaded_ahead_ = 0;  // of them, those used (CandidateEval::sets_loaded_ahead)
   void prepare();
   // Set i: the host copy if held, else loaded from the oracle's entry (regenerating inputs).
   std::shared_ptr<const InputSet> set(size_t i);
   void remember(size_t i, const std::shared_ptr<const InputSet>& s);  // hold it, if policy allows
+  // After set i was needed by a worker that keeps sets: starts loading the next few sets after i
+  // that regenerate inputs (the judge needs them in index order, each once per worker process).
+  void prefetch_after(size_t i);
   // One call on set i (mode "check" or "time"), through the worker's copy of the set when it
   // keeps one (sent once per worker process), else with the set's bytes; then *sent (if given)
   // is the set that was sent, which the reply's outputs are compared against.

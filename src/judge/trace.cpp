@@ -77,6 +77,7 @@ json to_report(const Definition& def, const Candidate& c, const CandidateEval& e
           {"build", {{"ok", ev.build.ok}, {"cached", ev.build.cached}, {"command", ev.build.command}, {"seconds", ev.build.seconds}}},
           {"worker_restarts", ev.worker_restarts},
           {"host_set_bytes", ev.host_set_bytes},
+          {"sets_loaded_ahead", ev.sets_loaded_ahead},
           {"workloads", ws}};
 }
 

@@ -413,34 +413,36 @@ SafeTensors Oracle::load_inputs(const Problem& p, const OracleEntry& e) const {
   try {
     const std::string uuid = meta.value("uuid", ""), names_text = fmt::format("{}", fmt::join(names, ", "));
     const uint64_t seed = meta.value("seed", uint64_t{0});
-    std::lock_guard<std::mutex> lock(regen_->mu);
-    RegenServer& srv = *regen_;
-    const fs::path pdir = fs::absolute(p.dir);
-    if (srv.child.running() && srv.problem_dir != pdir) srv.child.kill_and_reap();  // it serves one problem
-    if (!srv.child.running()) {
-      fs::create_directories(root_.parent_path() / "logs");
-      srv.log = root_.parent_path() / "logs" / fmt::format("regen-serve-{}-{}.log", ::getpid(), p.def.name);
-      srv.child.start({python(), resource_path("src/oracle/kernelarc_regen_serve.py").string(), "--problem",
-                       pdir.string(), "--device", device_},
-                      srv.log.string());
-      srv.problem_dir = pdir;
-    }
-    const std::string req = json{{"uuid", uuid}, {"seed", seed}, {"outdir", work.string()}, {"inputs", names}}.dump() + "\n";
-    std::string reply;
-    bool timed_out = false, alive = srv.child.write_all(req.data(), req.size());
-    const auto deadline = std::chrono::steady_clock::now() + time_limit();
-    for (char c = 0; alive && c != '\n';) {
-      alive = srv.child.read_exact(&c, 1, deadline, timed_out);
-      if (alive && c != '\n') reply += c;
-    }
-    json r = alive ? json::parse(reply, nullptr, false) : json();
-    if (!r.is_object() || !r.value("ok", false)) {
-      std::string why = r.is_object()            ? r.value("message", std::string("no message"))
-                        : timed_out              ? fmt::format("no answer within {:g} s", time_limit_s_)
-                        : alive                  ? fmt::format("unreadable answer '{}'", one_line(reply))
-                                                 : "the regeneration process ended";
-      if (!r.is_object()) srv.child.kill_and_reap();  // its state is unknown: the next call starts afresh
-      user_error("{}: regenerating input(s) {} failed: {} (log: {})", e.dir.string(), names_text, why, srv.log.string());
+    {  // the server answers one request at a time; reading its output below needs no lock
+      std::lock_guard<std::mutex> lock(regen_->mu);
+      RegenServer& srv = *regen_;
+      const fs::path pdir = fs::absolute(p.dir);
+      if (srv.child.running() && srv.problem_dir != pdir) srv.child.kill_and_reap();  // it serves one problem
+      if (!srv.child.running()) {
+        fs::create_directories(root_.parent_path() / "logs");
+        srv.log = root_.parent_path() / "logs" / fmt::format("regen-serve-{}-{}.log", ::getpid(), p.def.name);
+        srv.child.start({python(), resource_path("src/oracle/kernelarc_regen_serve.py").string(), "--problem",
+                         pdir.string(), "--device", device_},
+                        srv.log.string());
+        srv.problem_dir = pdir;
+      }
+      const std::string req = json{{"uuid", uuid}, {"seed", seed}, {"outdir", work.string()}, {"inputs", names}}.dump() + "\n";
+      std::string reply;
+      bool timed_out = false, alive = srv.child.write_all(req.data(), req.size());
+      const auto deadline = std::chrono::steady_clock::now() + time_limit();
+      for (char c = 0; alive && c != '\n';) {
+        alive = srv.child.read_exact(&c, 1, deadline, timed_out);
+        if (alive && c != '\n') reply += c;
+      }
+      json r = alive ? json::parse(reply, nullptr, false) : json();
+      if (!r.is_object() || !r.value("ok", false)) {
+        std::string why = r.is_object()            ? r.value("message", std::string("no message"))
+                          : timed_out              ? fmt::format("no answer within {:g} s", time_limit_s_)
+                          : alive                  ? fmt::format("unreadable answer '{}'", one_line(reply))
+                                                   : "the regeneration process ended";
+        if (!r.is_object()) srv.child.kill_and_reap();  // its state is unknown: the next call starts afresh
+        user_error("{}: regenerating input(s) {} failed: {} (log: {})", e.dir.string(), names_text, why, srv.log.string());
+      }
     }
     got = read_safetensors(work / "inputs.safetensors");
   } catch (...) {
