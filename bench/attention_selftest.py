@@ -16,7 +16,8 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                that see no key: zeros where the reference skips them, NaN where its softmax makes
                them NaN; a NaN matching a reference NaN counts as equal here only), kv_len = 0 and
                qo_len = 0 sequences, tile edges, many unequal sequences, leading rows before
-               qo_indptr[0]; compared with the definition's reference code (CPU).
+               qo_indptr[0], row maxima that jump from tile to tile (ramp_scores: the online
+               softmax's rescaling); compared with the definition's reference code (CPU).
   --mode compile  builds every valid point (or --points) with nvcc for sm_90a (-Xptxas -v) on this
                machine, no GPU needed, and reports the count, failures, seconds, registers and spills.
   --mode cuda  builds each point with nvcc (sm_90a on Hopper) and runs (a) the same synthetic cases
@@ -367,6 +368,12 @@ def run_case(lib, defn, ref, case, device, seed):
     gen = torch.Generator(device=device).manual_seed(seed)
     extra = {"_qo_indptr": case["qo_indptr"]} if "qo_indptr" in case else {}
     vals, outs = make_inputs(defn, extra, case["indptr"], case["indices"], case["num_pages"], device, gen, case["scale"])
+    if case.get("k_ramp"):  # key rows scaled by 1 + k_ramp * (their row in the cache)
+        for name in ("k", "k_cache", "ckv_cache", "kpe_cache"):
+            if name in vals:
+                t = vals[name]
+                ramp = 1.0 + case["k_ramp"] * torch.arange(t.shape[0], device=device, dtype=torch.float32)
+                vals[name] = (t.float() * ramp.view(-1, *([1] * (t.dim() - 1)))).to(t.dtype)
     before = {k: v.clone() for k, v in vals.items() if torch.is_tensor(v)}
     call(lib, defn, vals, outs)
     if device == "cuda":
@@ -442,6 +449,11 @@ def prefill_cases(fam_key, rng):
     ]
     out = [{"name": n, "qlens": q, "kvlens": k, "qlead": 0, "kvlead": 0} for n, q, k in cases]
     out.append({"name": "leading_rows", "qlens": [4, 6, 0], "kvlens": [7, 6, 3], "qlead": 3, "kvlead": 2})
+    # Scores whose row maxima keep jumping from tile to tile (K rows scaled up along the cache, a 4x
+    # softmax scale): the online softmax's rescaling of O, which random inputs reach only at a row's
+    # first tile.
+    out.append({"name": "ramp_scores", "qlens": [6, 40], "kvlens": [300, 90], "qlead": 0, "kvlead": 0,
+                "k_ramp": 0.05, "scale_mult": 4.0})
     return out
 
 
@@ -457,7 +469,7 @@ def materialise_prefill(case, rng, scale):
     perm = list(range(num_pages))
     rng.shuffle(perm)
     return {"name": case["name"], "qo_indptr": qo, "indptr": kv, "indices": perm[:n], "num_pages": num_pages,
-            "scale": scale}
+            "scale": scale * case.get("scale_mult", 1.0), "k_ramp": case.get("k_ramp", 0.0)}
 
 
 def materialise(case, rng, scale):

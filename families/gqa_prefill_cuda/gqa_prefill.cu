@@ -16,9 +16,11 @@
 //   (i + delta < 0, only when kv_len < qo_len) gets out = 0 when the reference skips it (paged,
 //   KA_MASKED_ROW_ZERO = 1) and out = NaN when the reference takes the softmax of an all -inf row
 //   (ragged, KA_MASKED_ROW_ZERO = 0); lse = -inf in both.
-// Scores are kept in base 2 (x * log2 e) so that exp2 applies and the lse is directly the base-2
-// one; P is rounded to bf16 for P·V and the softmax denominator sums the rounded values (weights
-// stay normalised), while the lse sums the exact ones (as the decode families do).
+// Scores are taken to base 2 (x * log2 e) so that exp2 applies and the lse is directly the base-2
+// one; P is rounded to bf16 for P·V, the softmax denominator and the lse sum the unrounded values
+// (as FlashAttention does), and a row's running maximum moves lazily (see softmax_tile). The softmax
+// scale must be positive (every definition's is 1/sqrt(d)): any other value gives NaN everywhere
+// (out and lse), which the judge reports, rather than a wrong softmax.
 //
 // KernelArc prepends the defines (family.json):
 //   problem  KA_NUM_QO_HEADS, KA_NUM_KV_HEADS, KA_HEAD_DIM, KA_PAGED, KA_MASKED_ROW_ZERO
@@ -456,6 +458,14 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
   return static_cast<uint64_t>((addr & 0x3ffffu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3fffu) << 16) |
          (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
 }
+// The descriptor of the operand `off` bytes (a multiple of 16) after the one d describes: the start
+// address field (bits 0-13, address / 16) takes the offset with one 32-bit add (shared addresses stay
+// below 256 KB, so it never carries into the next field), where sw128_desc costs ~5 instructions; a
+// tile loop computes ~20 descriptors per tile.
+__device__ __forceinline__ uint64_t desc_at(uint64_t d, uint32_t off) {
+  const uint32_t lo = static_cast<uint32_t>(d) + (off >> 4), hi = static_cast<uint32_t>(d >> 32);
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
 #endif
 
 #if KA_WS
@@ -465,8 +475,16 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 }
 #endif
 
-__device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+// 2^x by the SFU (ex2.approx.ftz: ~2 ulp, subnormal results flushed to 0, 2^-inf = 0).
+#ifdef KA_EMULATE
+inline float ex2(float x) { return exp2f(x); }
+#else
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
@@ -484,6 +502,99 @@ struct Params {
   int tiles;                 // upper bound of the query tiles (from shapes)
   float scale_log2;
 };
+
+// ── online softmax of one S tile (every path) ────────────────────────────────────────────────────
+// A thread holds two rows of its warp's 16: s[j][0..1] row r0, s[j][2..3] row r0 + 8, keys 8j + cq
+// + {0, 1} of the tile (the mma.sync C layout and the wgmma accumulator layout agree). Scores stay
+// raw until the exponent: x - m = s * scale_log2 - m is the one FFMA that feeds ex2, and the row
+// maxima are taken over raw s (scale_log2 > 0: launch() refuses any other scale). Lazy rescaling
+// (as FlashAttention-4 does): a row's running maximum m moves only when a tile's maximum exceeds it
+// by more than kSlack, so P = 2^(x - m) stays below 2^kSlack (bf16 and the fp32 sums take that) and
+// a warp whose rows all keep their maximum skips the rescale of O. l sums the unrounded P:
+// out = O / l, lse = m + log2(l).
+constexpr float kSlack = 8.f;
+struct Rows {
+  float m0, m1, l0, l1;
+};
+// MASK (diagonal tiles): keys past lim0 / lim1 (the last key row r0 / r0 + 8 sees, capped at kl - 1)
+// are -inf. Writes P (bf16 pairs, the A fragments of P V) and returns whether some row of the warp
+// moved its maximum, i.e. whether O must be rescaled by a0 (row r0) and a1 (row r0 + 8).
+template <bool MASK>
+__device__ __forceinline__ bool softmax_tile(float (&s)[NTT][4], Rows& st, float scale, int kbase, int lim0, int lim1,
+                                             int cq, uint32_t (&pk)[NTT][2], float& a0, float& a1) {
+  float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+  for (int j = 0; j < NTT; ++j) {
+    if (MASK) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int key = kbase + 8 * j + cq + e;
+        if (key > lim0) s[j][e] = kNegInf;
+        if (key > lim1) s[j][2 + e] = kNegInf;
+      }
+    }
+    mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
+    mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
+  }
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+  mx0 *= scale;
+  mx1 *= scale;
+  const bool up0 = mx0 > st.m0 + kSlack, up1 = mx1 > st.m1 + kSlack;  // (a row's first key: m = -inf)
+  a0 = 1.f;
+  a1 = 1.f;
+  if (up0) {
+    a0 = ex2(st.m0 - mx0);  // 0 when m was -inf
+    st.m0 = mx0;
+  }
+  if (up1) {
+    a1 = ex2(st.m1 - mx1);
+    st.m1 = mx1;
+  }
+  const float mu0 = st.m0 == kNegInf ? 0.f : st.m0, mu1 = st.m1 == kNegInf ? 0.f : st.m1;  // no key yet: P = 0
+  float e0 = 0.f, e1 = 0.f;
+#pragma unroll
+  for (int j = 0; j < NTT; ++j) {
+    const float p00 = ex2(fmaf(s[j][0], scale, -mu0)), p01 = ex2(fmaf(s[j][1], scale, -mu0));
+    const float p10 = ex2(fmaf(s[j][2], scale, -mu1)), p11 = ex2(fmaf(s[j][3], scale, -mu1));
+    pk[j][0] = pack_bf16(p00, p01);
+    pk[j][1] = pack_bf16(p10, p11);
+    e0 += p00 + p01;
+    e1 += p10 + p11;
+  }
+  st.l0 = st.l0 * a0 + e0;
+  st.l1 = st.l1 * a1 + e1;
+  return __any_sync(0xffffffffu, up0 || up1);
+}
+
+// The epilogue (every warp owns whole rows): the thread's rows, CTA rows wr0 and wr0 + 8 (those past
+// the item's nq tokens skipped), out = O / l and lse = m + log2(l) from the quad's sums; rows that
+// saw no key get the empty-row values (see the top).
+__device__ __forceinline__ void write_rows(const Params& p, Rows st, const float (&o)[NTD][4], int64_t row0, int nq,
+                                           int wr0, int lane) {
+  const int cq = 2 * (lane & 3);
+  st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, 1);
+  st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, 2);
+  st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, 1);
+  st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, 2);
+  const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int wr = wr0 + 8 * h;
+    if (wr / G >= nq) continue;
+    const float m = h ? st.m1 : st.m0, l = h ? st.l1 : st.l0;
+    const bool none = m == kNegInf;  // the row saw no key
+    const float inv = none ? 0.f : 1.f / l;
+    const int64_t orow = row0 + static_cast<int64_t>(wr / G) * HQ + wr % G;
+    uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + orow * D);
+#pragma unroll
+    for (int n = 0; n < NTD; ++n)
+      dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+    if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(l);
+  }
+}
 
 // Unmasked score count of a sequence (its share of the work), plus its rows (for the writes).
 __device__ __forceinline__ float seq_cost(int ql, int kl) {
@@ -723,9 +834,9 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   // ── per-warp state: rows r0 = lane/4 and r1 = r0+8 of the warp's 16 ──
   const int r0 = lane >> 2, cq = 2 * (lane & 3);
   const int wr0 = warp * 16 + r0, wr1 = wr0 + 8;  // CTA rows
-  const int lim0 = i0 + wr0 / G + delta;          // last key row r0 sees
-  const int lim1 = i0 + wr1 / G + delta;
-  float m0 = kNegInf, m1 = kNegInf, l0 = 0.f, l1 = 0.f, e0 = 0.f, e1 = 0.f;
+  const int lim0 = imin(i0 + wr0 / G + delta, kl - 1);  // last key row r0 sees
+  const int lim1 = imin(i0 + wr1 / G + delta, kl - 1);
+  Rows st{kNegInf, kNegInf, 0.f, 0.f};
   float o[NTD][4];
 #pragma unroll
   for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
@@ -739,9 +850,9 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   // the column blocks (LBO = T*128 bytes apart), MN-major; A = P from registers, pa[kt] the
   // fragment of k-step kt (keys 16kt .. 16kt+15, see to_frags).
   auto pv_descs = [&](const unsigned char* vsm, uint64_t(&dv)[KT]) {
-    const uint32_t vb = smem_u32(vsm);
+    const uint64_t v0 = sw128_desc(smem_u32(vsm), T * 128);
 #pragma unroll
-    for (int kt = 0; kt < KT; ++kt) dv[kt] = sw128_desc(vb + kt * 16 * 128, T * 128);
+    for (int kt = 0; kt < KT; ++kt) dv[kt] = desc_at(v0, kt * 16 * 128);
   };
   auto pv_issue = [&](const uint32_t(&pa)[KT][4], const uint64_t(&dv)[KT]) {
 #pragma unroll
@@ -793,12 +904,12 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
       // kk/4, 32 bytes kk%4 into its 128-byte rows (the hardware applies the swizzle to the address).
       // Every descriptor is computed before the fence, so that no other instruction defines a
       // wgmma input between the wgmmas (ptxas would serialize them).
-      const uint32_t qa = smem_u32(qs_smem) + (warp >> 2) * 64 * 128, kb = smem_u32(ks);
+      const uint64_t q0d = sw128_desc(smem_u32(qs_smem) + (warp >> 2) * 64 * 128, 16), k0d = sw128_desc(smem_u32(ks), 16);
       uint64_t dq[KSTEPS], dk[KSTEPS];
 #pragma unroll
       for (int kk = 0; kk < KSTEPS; ++kk) {
-        dq[kk] = sw128_desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16);
-        dk[kk] = sw128_desc(kb + (kk >> 2) * T * 128 + (kk & 3) * 32, 16);
+        dq[kk] = desc_at(q0d, (kk >> 2) * M * 128 + (kk & 3) * 32);
+        dk[kk] = desc_at(k0d, (kk >> 2) * T * 128 + (kk & 3) * 32);
       }
 #if KA_OVERLAP
       // P V of tile t-1; at t = 0 a P of zeros times the zero block, so that every iteration issues
@@ -848,66 +959,24 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
       }
     }
 #endif
-    // Scale to base 2; mask on diagonal tiles only.
-    const int kbase = t * T;
-    if (t >= nomask) {
-#pragma unroll
-      for (int j = 0; j < NTT; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int key = kbase + 8 * j + cq + e;
-          s[j][e] = (key <= lim0 && key < kl) ? s[j][e] * p.scale_log2 : kNegInf;
-          s[j][2 + e] = (key <= lim1 && key < kl) ? s[j][2 + e] * p.scale_log2 : kNegInf;
-        }
-    } else {
-#pragma unroll
-      for (int j = 0; j < NTT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
-    }
-    float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-    for (int j = 0; j < NTT; ++j) {
-      mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
-      mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
-    }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
-    const float a0 = exp2f(m0 - mu0), a1 = exp2f(m1 - mu1);
-    m0 = mn0;
-    m1 = mn1;
+    // Softmax (masked on diagonal tiles only), P into pk.
     uint32_t pk[NTT][2];
-    float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
-#pragma unroll
-    for (int j = 0; j < NTT; ++j) {
-      const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
-      const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
-      pk[j][0] = pack_bf16(p00, p01);
-      pk[j][1] = pack_bf16(p10, p11);
-      ls0 += bf_lo(pk[j][0]) + bf_hi(pk[j][0]);
-      ls1 += bf_lo(pk[j][1]) + bf_hi(pk[j][1]);
-      es0 += p00 + p01;
-      es1 += p10 + p11;
-    }
-    l0 = l0 * a0 + ls0;
-    l1 = l1 * a1 + ls1;
-    e0 = e0 * a0 + es0;
-    e1 = e1 * a1 + es1;
+    float a0, a1;
+    const bool rescale = t >= nomask ? softmax_tile<true>(s, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1)
+                                     : softmax_tile<false>(s, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1);
 #if KA_OVERLAP
     wgmma_wait_n<0>();  // P V of tile t-1 done: O may be rescaled, pa_prev rewritten
     fence_operands(o);
     fence_operands(pa_prev);
 #endif
+    if (rescale) {
 #pragma unroll
-    for (int n = 0; n < NTD; ++n) {
-      o[n][0] *= a0;
-      o[n][1] *= a0;
-      o[n][2] *= a1;
-      o[n][3] *= a1;
+      for (int n = 0; n < NTD; ++n) {
+        o[n][0] *= a0;
+        o[n][1] *= a0;
+        o[n][2] *= a1;
+        o[n][3] *= a1;
+      }
     }
     // O += P V.
 #if KA_OVERLAP
@@ -953,30 +1022,7 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 #endif
   cp_async_wait_n<0>();
 
-  // ── epilogue: every warp owns whole rows ──
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  e0 += __shfl_xor_sync(0xffffffffu, e0, 1);
-  e0 += __shfl_xor_sync(0xffffffffu, e0, 2);
-  e1 += __shfl_xor_sync(0xffffffffu, e1, 1);
-  e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
-  const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int wr = h ? wr1 : wr0;
-    if (wr / G >= nq) continue;
-    const float m = h ? m1 : m0;
-    const bool none = m == kNegInf;  // the row saw no key
-    const float inv = none ? 0.f : 1.f / (h ? l1 : l0);
-    const int64_t orow = row0 + static_cast<int64_t>(wr / G) * HQ + wr % G;
-    uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + orow * D);
-#pragma unroll
-    for (int n = 0; n < NTD; ++n)
-      dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
-    if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(h ? e1 : e0);
-  }
+  write_rows(p, st, o, row0, nq, wr0, lane);
 }
 #endif  // !KA_WS
 
@@ -1137,9 +1183,9 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
   if (wg == NWG - 1) named_bar_arrive(2, 256);  // warpgroup 0 takes the first turn
 #endif
   auto pv_descs = [&](const unsigned char* vsm, uint64_t(&dv)[KT]) {
-    const uint32_t vb = smem_u32(vsm);
+    const uint64_t v0 = sw128_desc(smem_u32(vsm), T * 128);
 #pragma unroll
-    for (int kt = 0; kt < KT; ++kt) dv[kt] = sw128_desc(vb + kt * 16 * 128, T * 128);
+    for (int kt = 0; kt < KT; ++kt) dv[kt] = desc_at(v0, kt * 16 * 128);
   };
   auto to_frags = [](const uint32_t(&pk)[NTT][2], uint32_t(&pa)[KT][4]) {
 #pragma unroll
@@ -1168,10 +1214,9 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
         p.lse[static_cast<int64_t>(w.q0 + w.i0 + r / G) * HQ + g * G + r % G] = kNegInf;
       return;
     }
-    const int lim0 = w.i0 + wr0 / G + w.delta;  // last key row r0 sees
-    const int lim1 = w.i0 + wr1 / G + w.delta;
-    const int kl = w.kl;
-    float m0 = kNegInf, m1 = kNegInf, l0 = 0.f, l1 = 0.f, e0 = 0.f, e1 = 0.f;
+    const int lim0 = imin(w.i0 + wr0 / G + w.delta, w.kl - 1);  // last key row r0 sees
+    const int lim1 = imin(w.i0 + wr1 / G + w.delta, w.kl - 1);
+    Rows st{kNegInf, kNegInf, 0.f, 0.f};
     float o[NTD][4];
 #pragma unroll
     for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
@@ -1181,7 +1226,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #endif
     mbar_wait(br.q_full, nql & 1);  // (made visible to the wgmma by the fence after the K wait)
     ++nql;
-    const uint32_t qa = smem_u32(qs_smem) + (warp >> 2) * 64 * 128;
+    const uint64_t q0d = sw128_desc(smem_u32(qs_smem) + (warp >> 2) * 64 * 128, 16);
 #pragma unroll 1
     for (int t = 0; t < w.ntiles; ++t, ++it) {
       const int s = it % STAGES;
@@ -1198,12 +1243,12 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #pragma unroll
       for (int j = 0; j < NTT; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
       {
-        const uint32_t kb = smem_u32(ks);
+        const uint64_t k0d = sw128_desc(smem_u32(ks), 16);
         uint64_t dq[KSTEPS], dk[KSTEPS];
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
-          dq[kk] = sw128_desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16);
-          dk[kk] = sw128_desc(kb + (kk >> 2) * T * 128 + (kk & 3) * 32, 16);
+          dq[kk] = desc_at(q0d, (kk >> 2) * M * 128 + (kk & 3) * 32);
+          dk[kk] = desc_at(k0d, (kk >> 2) * T * 128 + (kk & 3) * 32);
         }
 #if KA_OVERLAP
         uint64_t dv[KT];
@@ -1243,67 +1288,26 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
         mbar_arrive(br.empty_k + 8 * s);                    // K of tile t read
         if (t == w.ntiles - 1) mbar_arrive(br.q_empty);  // Q read for the last time in this item
       }
-      // Scale to base 2; mask on diagonal tiles only.
-      const int kbase = t * T;
-      if (t >= w.nomask) {
-#pragma unroll
-        for (int j = 0; j < NTT; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int key = kbase + 8 * j + cq + e;
-            sc[j][e] = (key <= lim0 && key < kl) ? sc[j][e] * p.scale_log2 : kNegInf;
-            sc[j][2 + e] = (key <= lim1 && key < kl) ? sc[j][2 + e] * p.scale_log2 : kNegInf;
-          }
-      } else {
-#pragma unroll
-        for (int j = 0; j < NTT; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) sc[j][e] *= p.scale_log2;
-      }
-      float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-      for (int j = 0; j < NTT; ++j) {
-        mx0 = fmaxf(mx0, fmaxf(sc[j][0], sc[j][1]));
-        mx1 = fmaxf(mx1, fmaxf(sc[j][2], sc[j][3]));
-      }
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-      const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
-      const float a0 = exp2f(m0 - mu0), a1 = exp2f(m1 - mu1);
-      m0 = mn0;
-      m1 = mn1;
+      // Softmax (masked on diagonal tiles only), P into pk.
       uint32_t pk[NTT][2];
-      float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
-#pragma unroll
-      for (int j = 0; j < NTT; ++j) {
-        const float p00 = exp2f(sc[j][0] - mu0), p01 = exp2f(sc[j][1] - mu0);
-        const float p10 = exp2f(sc[j][2] - mu1), p11 = exp2f(sc[j][3] - mu1);
-        pk[j][0] = pack_bf16(p00, p01);
-        pk[j][1] = pack_bf16(p10, p11);
-        ls0 += bf_lo(pk[j][0]) + bf_hi(pk[j][0]);
-        ls1 += bf_lo(pk[j][1]) + bf_hi(pk[j][1]);
-        es0 += p00 + p01;
-        es1 += p10 + p11;
-      }
-      l0 = l0 * a0 + ls0;
-      l1 = l1 * a1 + ls1;
-      e0 = e0 * a0 + es0;
-      e1 = e1 * a1 + es1;
+      float a0, a1;
+      const bool rescale = t >= w.nomask
+                               ? softmax_tile<true>(sc, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1)
+                               : softmax_tile<false>(sc, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1);
 #if KA_OVERLAP
       wgmma_wait_n<0>();  // P V of tile t-1 done: O may be rescaled, pa_prev rewritten, V of t-1 released
       fence_operands(o);
       fence_operands(pa_prev);
       if (t > 0 && lane == 0) mbar_arrive(br.empty_v + 8 * sp);
 #endif
+      if (rescale) {
 #pragma unroll
-      for (int n = 0; n < NTD; ++n) {
-        o[n][0] *= a0;
-        o[n][1] *= a0;
-        o[n][2] *= a1;
-        o[n][3] *= a1;
+        for (int n = 0; n < NTD; ++n) {
+          o[n][0] *= a0;
+          o[n][1] *= a0;
+          o[n][2] *= a1;
+          o[n][3] *= a1;
+        }
       }
 #if KA_OVERLAP
       to_frags(pk, pa_prev);
@@ -1344,30 +1348,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       if (lane == 0) mbar_arrive(br.empty_v + 8 * sl);
     }
 #endif
-    // ── epilogue: every warp owns whole rows (as do_tile) ──
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    e0 += __shfl_xor_sync(0xffffffffu, e0, 1);
-    e0 += __shfl_xor_sync(0xffffffffu, e0, 2);
-    e1 += __shfl_xor_sync(0xffffffffu, e1, 1);
-    e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
-    const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int wr = h ? wr1 : wr0;
-      if (wr / G >= w.nq) continue;
-      const float m = h ? m1 : m0;
-      const bool none = m == kNegInf;  // the row saw no key
-      const float inv = none ? 0.f : 1.f / (h ? l1 : l0);
-      const int64_t orow = w.row0 + static_cast<int64_t>(wr / G) * HQ + wr % G;
-      uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + orow * D);
-#pragma unroll
-      for (int n = 0; n < NTD; ++n)
-        dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
-      if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(h ? e1 : e0);
-    }
+    write_rows(p, st, o, w.row0, w.nq, wr0, lane);
   });
 }
 
@@ -1412,6 +1393,11 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
   const int64_t total_q = q.size(0);
   const int64_t B = qo_indptr.size(0) - 1;
   if (total_q <= 0 || B < 0) return;
+  if (!(sm_scale > 0.0)) {  // the row maxima are taken over unscaled scores (softmax_tile)
+    cudaMemsetAsync(output.data, 0xff, static_cast<size_t>(total_q) * HQ * D * 2);
+    cudaMemsetAsync(lse.data, 0xff, static_cast<size_t>(total_q) * HQ * 4);
+    return;
+  }
   if (!g_state.init) {
     int dev = 0;
     cudaGetDevice(&dev);

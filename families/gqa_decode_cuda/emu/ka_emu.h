@@ -7,7 +7,7 @@
 // Model. One CTA runs at a time; each CUDA thread is a fiber (ucontext) scheduled cooperatively,
 // so a thread runs until it blocks in a CTA barrier or in a warp collective. CTAs of a launch run
 // in a seeded random order (KA_EMU_SEED), so "last CTA done" logic sees different orders.
-// Warp collectives (shfl, ballot, ldmatrix, mma.sync) need all 32 lanes at the same collective; a
+// Warp collectives (shfl, ballot, any, ldmatrix, mma.sync) need all 32 lanes at the same collective; a
 // lane at a different one, a barrier some thread never reaches, or a thread that exits while the
 // others wait is reported and aborts. cp.async writes poison (0xFF bytes: NaN as bf16 and fp32) into
 // its destination when issued and copies the data only when a cp.async.wait_group retires its
@@ -630,6 +630,7 @@ inline unsigned __ballot_sync(unsigned mask, int pred) {
     for (int l = 0; l < 32; ++l) out[l] = b;
   });
 }
+inline bool __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0u; }
 
 // ── the PTX-level primitives the kernels use (same names as their CUDA definitions) ─────────────
 namespace ka_emu_ops {
