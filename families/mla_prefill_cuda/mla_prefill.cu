@@ -11,8 +11,11 @@
 //   qo_len == 0 or kv_len == 0 sequences, and rows before qo_indptr[0]: out 0, lse -inf (as
 //   initialised). A row of a non-empty sequence that sees no key (kv_len < qo_len): the reference
 //   takes the softmax of an all -inf row, so out = NaN (KA_MASKED_ROW_ZERO = 0) and lse = -inf.
-//   Scores are kept in base 2; P is rounded to bf16 for P·V, normalised by the sum of the rounded
-//   values; the lse sums the exact ones.
+//   Scores are kept in base 2; P is rounded to bf16 for P·V. The wgmma paths (MMA=1) normalise by
+//   the sum of the unrounded values, which the lse sums too, and move a row's running maximum lazily
+//   (softmax_tile, as in gqa_prefill_cuda: O is rescaled only when some row of a warp moved); the
+//   mma.sync path normalises by the sum of the rounded values. The softmax scale must be positive
+//   (every definition's is 1/sqrt(d)): any other value gives NaN everywhere (out and lse).
 //
 // KernelArc prepends the defines (family.json):
 //   problem  KA_NUM_QO_HEADS (16: one mma m-tile is one token's heads), KA_HEAD_DIM_CKV,
@@ -419,6 +422,88 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
 __host__ __device__ constexpr int sw_off(int r, int c, int rows) {
   return (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
 }
+
+// 2^x by the SFU (ex2.approx.ftz: ~2 ulp, subnormal results flushed to 0, 2^-inf = 0).
+#ifdef KA_EMULATE
+inline float ex2(float x) { return exp2f(x); }
+#else
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
+
+// ── online softmax of one S tile (the wgmma paths) ──────────────────────────────────────────────
+// As gqa_prefill_cuda's: a thread holds rows r0 (s[j][0..1]) and r0 + 8 (s[j][2..3]), keys 8j + cq +
+// {0, 1}; raw scores go through one FFMA into ex2, the row maxima are taken over raw s (the scale is
+// positive), and a row's running maximum m moves only when a tile's maximum exceeds it by more than
+// kSlack (P stays below 2^kSlack), so most tiles leave the rescale factors at 1 and the warps that
+// hold O skip its rescale (warp vote on the factors). l sums the unrounded P.
+constexpr float kSlack = 8.f;
+struct Rows {
+  float m0, m1, l0, l1;
+};
+// MASK (diagonal tiles): keys past lim0 / lim1 (capped at kv_len - 1) are -inf. store(j, w0, w1)
+// takes P of n8 block j (bf16 pairs of rows r0 and r0 + 8); a0 / a1 get the rows' rescale factors.
+template <bool MASK, int NTT, typename Store>
+__device__ __forceinline__ void softmax_tile(float (&s)[NTT][4], Rows& st, float scale, int kbase, int lim0, int lim1,
+                                             int cq, float& a0, float& a1, Store&& store) {
+  float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+  for (int j = 0; j < NTT; ++j) {
+    if (MASK) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int key = kbase + 8 * j + cq + e;
+        if (key > lim0) s[j][e] = kNegInf;
+        if (key > lim1) s[j][2 + e] = kNegInf;
+      }
+    }
+    mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
+    mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
+  }
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+  mx0 *= scale;
+  mx1 *= scale;
+  a0 = 1.f;
+  a1 = 1.f;
+  if (mx0 > st.m0 + kSlack) {  // (a row's first key: m = -inf, factor 0)
+    a0 = ex2(st.m0 - mx0);
+    st.m0 = mx0;
+  }
+  if (mx1 > st.m1 + kSlack) {
+    a1 = ex2(st.m1 - mx1);
+    st.m1 = mx1;
+  }
+  const float mu0 = st.m0 == kNegInf ? 0.f : st.m0, mu1 = st.m1 == kNegInf ? 0.f : st.m1;  // no key yet: P = 0
+  float e0 = 0.f, e1 = 0.f;
+#pragma unroll
+  for (int j = 0; j < NTT; ++j) {
+    const float p00 = ex2(fmaf(s[j][0], scale, -mu0)), p01 = ex2(fmaf(s[j][1], scale, -mu0));
+    const float p10 = ex2(fmaf(s[j][2], scale, -mu1)), p11 = ex2(fmaf(s[j][3], scale, -mu1));
+    store(j, pack_bf16(p00, p01), pack_bf16(p10, p11));
+    e0 += p00 + p01;
+    e1 += p10 + p11;
+  }
+  st.l0 = st.l0 * a0 + e0;
+  st.l1 = st.l1 * a1 + e1;
+}
+// O *= the rows' factors, skipped when every row of the warp keeps its scale.
+template <int N>
+__device__ __forceinline__ void rescale_o(float (&o)[N][4], float a0, float a1) {
+  if (!__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) return;
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+    o[n][0] *= a0;
+    o[n][1] *= a0;
+    o[n][2] *= a1;
+    o[n][3] *= a1;
+  }
+}
 #endif
 
 __device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
@@ -441,6 +526,28 @@ struct Params {
   int tiles;  // upper bound of the query tiles (from shapes)
   float scale_log2;
 };
+
+#if KA_MMA
+// Warpgroup 0's epilogue: the quad's sums, then for rows r0 and r0 + 8, 1/l into inv_smem (-1: the
+// row saw no key) and the lse of the rows of the item's nq tokens.
+__device__ __forceinline__ void row_stats(const Params& p, Rows st, float* inv_smem, int64_t row0, int nq, int r0,
+                                          int lane) {
+  st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, 1);
+  st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, 2);
+  st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, 1);
+  st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, 2);
+  if ((lane & 3) == 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      const float m = h ? st.m1 : st.m0, l = h ? st.l1 : st.l0;
+      const bool none = m == kNegInf;  // the row saw no key
+      inv_smem[r] = none ? -1.f : 1.f / l;
+      if (r / H < nq) p.lse[row0 + r] = none ? kNegInf : m + log2f(l);
+    }
+  }
+}
+#endif
 
 // Unmasked score count of a sequence (its share of the work), plus its rows (for the writes).
 __device__ __forceinline__ float seq_cost(int ql, int kl) {
@@ -644,10 +751,10 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
   float o[NB / 8][4];
 #pragma unroll
   for (int n = 0; n < NB / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  // Softmax state (warpgroup 0): running max, sums of the rounded P and of the exact ones, per row,
-  // over this thread's columns (the quad's four threads share m; the sums are reduced at the end).
-  float m0 = kNegInf, m1 = kNegInf, l0 = 0.f, l1 = 0.f, e0 = 0.f, e1 = 0.f;
-  const int lim0 = i0 + r0 / H + delta, lim1 = i0 + r1 / H + delta;  // last key rows r0, r1 see
+  // Softmax state (warpgroup 0): running max and sum per row, over this thread's columns (the
+  // quad's four threads share m; the sums are reduced at the end).
+  Rows st{kNegInf, kNegInf, 0.f, 0.f};
+  const int lim0 = imin(i0 + r0 / H + delta, kl - 1), lim1 = imin(i0 + r1 / H + delta, kl - 1);  // last keys r0, r1 see
   const uint32_t q_base = smem_u32(q_smem), p_base = smem_u32(p_smem);
 
   for (int t = 0; t < ntiles; ++t) {
@@ -678,60 +785,17 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
       wgmma_commit();
       wgmma_wait_n<0>();
       fence_operands(s);
-      // ── softmax in base 2; mask on diagonal tiles only ──
-      const int kbase = t * T;
-      if (t >= nomask) {
-#pragma unroll
-        for (int j = 0; j < NTT; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int key = kbase + 8 * j + cq + e;
-            s[j][e] = (key <= lim0 && key < kl) ? s[j][e] * p.scale_log2 : kNegInf;
-            s[j][2 + e] = (key <= lim1 && key < kl) ? s[j][2 + e] * p.scale_log2 : kNegInf;
-          }
-      } else {
-#pragma unroll
-        for (int j = 0; j < NTT; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
-      }
-      float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-      for (int j = 0; j < NTT; ++j) {
-        mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
-        mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
-      }
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-      const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
-      a0 = exp2f(m0 - mu0);
-      a1 = exp2f(m1 - mu1);
-      m0 = mn0;
-      m1 = mn1;
-      // P (bf16) as A fragments for this warpgroup's P V and, swizzled, into shared memory for the
-      // other's: row r at r*128, keys 8j .. 8j+7 in chunk j ^ (r%8).
-      float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
-#pragma unroll
-      for (int j = 0; j < NTT; ++j) {
-        const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
-        const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
-        const uint32_t w0 = pack_bf16(p00, p01), w1 = pack_bf16(p10, p11);
+      // ── softmax in base 2 (mask on diagonal tiles only); P (bf16) as A fragments for this
+      // warpgroup's P V and, swizzled, into shared memory for the other's: row r at r*128, keys
+      // 8j .. 8j+7 in chunk j ^ (r%8) ──
+      auto store = [&](int j, uint32_t w0, uint32_t w1) {
         pa[j >> 1][(j & 1) * 2] = w0;  // the S layout of n8 blocks 2kt, 2kt+1 is the A layout of k-step kt
         pa[j >> 1][(j & 1) * 2 + 1] = w1;
         *reinterpret_cast<uint32_t*>(p_smem + r0 * 128 + ((j ^ (r0 & 7)) << 4) + cq * 2) = w0;
         *reinterpret_cast<uint32_t*>(p_smem + r1 * 128 + ((j ^ (r1 & 7)) << 4) + cq * 2) = w1;
-        ls0 += bf_lo(w0) + bf_hi(w0);
-        ls1 += bf_lo(w1) + bf_hi(w1);
-        es0 += p00 + p01;
-        es1 += p10 + p11;
-      }
-      l0 = l0 * a0 + ls0;
-      l1 = l1 * a1 + ls1;
-      e0 = e0 * a0 + es0;
-      e1 = e1 * a1 + es1;
+      };
+      if (t >= nomask) softmax_tile<true>(s, st, p.scale_log2, t * T, lim0, lim1, cq, a0, a1, store);
+      else softmax_tile<false>(s, st, p.scale_log2, t * T, lim0, lim1, cq, a0, a1, store);
       if ((lane & 3) == 0) {
         alpha_smem[r0] = a0;
         alpha_smem[r1] = a1;
@@ -744,13 +808,7 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
       a0 = alpha_smem[r0];
       a1 = alpha_smem[r1];
     }
-#pragma unroll
-    for (int n = 0; n < NB / 8; ++n) {
-      o[n][0] *= a0;
-      o[n][1] *= a0;
-      o[n][2] *= a1;
-      o[n][3] *= a1;
-    }
+    rescale_o(o, a0, a1);
     if (wg == 0) {
       const uint64_t dv0 = sw128_desc(ks, T * 128);
       wgmma_fence();
@@ -773,26 +831,7 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
   cp_async_wait_n<0>();
 
   // ── epilogue: 1/l per row from warpgroup 0, then each warpgroup writes its half of every row ──
-  if (wg == 0) {
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    e0 += __shfl_xor_sync(0xffffffffu, e0, 1);
-    e0 += __shfl_xor_sync(0xffffffffu, e0, 2);
-    e1 += __shfl_xor_sync(0xffffffffu, e1, 1);
-    e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
-    if ((lane & 3) == 0) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = h ? r1 : r0;
-        const float m = h ? m1 : m0;
-        const bool none = m == kNegInf;  // the row saw no key
-        inv_smem[r] = none ? -1.f : 1.f / (h ? l1 : l0);
-        if (r / H < nq) p.lse[row0 + r] = none ? kNegInf : m + log2f(h ? e1 : e0);
-      }
-    }
-  }
+  if (wg == 0) row_stats(p, st, inv_smem, row0, nq, r0, lane);
   __syncthreads();
   const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
 #pragma unroll
@@ -897,7 +936,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
       for (int kk = 0; kk < KSC; ++kk)
         ldsm_x4(smem_u32(qs + sw_off(qr, 2 * kk + (lane >> 4), M)), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
     }
-    float m0 = kNegInf, m1 = kNegInf, l0 = 0.f, l1 = 0.f, e0 = 0.f, e1 = 0.f;
+    Rows st{kNegInf, kNegInf, 0.f, 0.f};
     // The last key rows r0 and r1 see (one token: r0 % 16 < 8), and below kv_len.
     const int lim = imin(i0 + r0 / H + delta, kl - 1);
     const uint64_t dqp = sw128_desc(smem_u32(qpe_smem), 16);
@@ -923,63 +962,22 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
       }
       cta_bar();  // B(t)
       if (t == ntiles) break;
-      // ── softmax(t) in base 2; mask on diagonal tiles only ──
-      const int kbase = t * T;
-      if (t >= nomask) {
-#pragma unroll
-        for (int j = 0; j < NTT; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int key = kbase + 8 * j + cq + e;
-            s[j][e] = key <= lim ? s[j][e] * p.scale_log2 : kNegInf;
-            s[j][2 + e] = key <= lim ? s[j][2 + e] * p.scale_log2 : kNegInf;
-          }
-      } else {
-#pragma unroll
-        for (int j = 0; j < NTT; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
-      }
-      float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-      for (int j = 0; j < NTT; ++j) {
-        mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
-        mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
-      }
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-      const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
-      const float a0 = exp2f(m0 - mu0), a1 = exp2f(m1 - mu1);
-      m0 = mn0;
-      m1 = mn1;
-      // P(t) into the kpe block of tile t's stage (S(t) was its last reader; P V(t-1) reads the
-      // previous stage), K-major rows of PROW bytes, chunk j of row r at (j ^ swizzle(r)); the rescale
-      // factors into alpha buffer t%2 (P V(t-1) reads the other one).
+      // ── softmax(t) in base 2 (mask on diagonal tiles only). P(t) into the kpe block of tile t's
+      // stage (S(t) was its last reader; P V(t-1) reads the previous stage), K-major rows of PROW
+      // bytes, chunk j of row r at (j ^ swizzle(r)); the rescale factors into alpha buffer t%2 (P
+      // V(t-1) reads the other one). ──
       unsigned char* const pb = stages + (t % STAGES) * WG_STAGE_BYTES + PBLK * T * 128;
       auto p_off = [](int r, int j) {
         const int a = r * PROW + j * 16;
         return a ^ (((a >> 7) & (PROW / 16 - 1)) << 4);
       };
-      float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
-#pragma unroll
-      for (int j = 0; j < NTT; ++j) {
-        const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
-        const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
-        const uint32_t w0 = pack_bf16(p00, p01), w1 = pack_bf16(p10, p11);
+      auto store = [&](int j, uint32_t w0, uint32_t w1) {
         *reinterpret_cast<uint32_t*>(pb + p_off(r0, j) + cq * 2) = w0;
         *reinterpret_cast<uint32_t*>(pb + p_off(r1, j) + cq * 2) = w1;
-        ls0 += bf_lo(w0) + bf_hi(w0);
-        ls1 += bf_lo(w1) + bf_hi(w1);
-        es0 += p00 + p01;
-        es1 += p10 + p11;
-      }
-      l0 = l0 * a0 + ls0;
-      l1 = l1 * a1 + ls1;
-      e0 = e0 * a0 + es0;
-      e1 = e1 * a1 + es1;
+      };
+      float a0, a1;
+      if (t >= nomask) softmax_tile<true>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
+      else softmax_tile<false>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
       if ((lane & 3) == 0) {
         alpha_smem[(t & 1) * M + r0] = a0;
         alpha_smem[(t & 1) * M + r1] = a1;
@@ -987,24 +985,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
       fence_proxy_async();  // P, before warpgroups 1-2's wgmma reads it
     }
     // ── epilogue: 1/l and the lse per row ──
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    e0 += __shfl_xor_sync(0xffffffffu, e0, 1);
-    e0 += __shfl_xor_sync(0xffffffffu, e0, 2);
-    e1 += __shfl_xor_sync(0xffffffffu, e1, 1);
-    e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
-    if ((lane & 3) == 0) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = h ? r1 : r0;
-        const float m = h ? m1 : m0;
-        const bool none = m == kNegInf;  // the row saw no key
-        inv_smem[r] = none ? -1.f : 1.f / (h ? l1 : l0);
-        if (r / H < nq) p.lse[row0 + r] = none ? kNegInf : m + log2f(h ? e1 : e0);
-      }
-    }
+    row_stats(p, st, inv_smem, row0, nq, r0, lane);
     cta_bar();  // 1/l ready
     setmaxnreg_dec<REGS_LAUNCH>();
   } else {
@@ -1020,14 +1001,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
       cta_bar();  // B(t)
       if (t > 0) {
         const unsigned char* vs = stages + ((t - 1) % STAGES) * WG_STAGE_BYTES;
-        const float a0 = alpha_smem[((t - 1) & 1) * M + r0], a1 = alpha_smem[((t - 1) & 1) * M + r1];
-#pragma unroll
-        for (int n = 0; n < NB / 8; ++n) {
-          o[n][0] *= a0;
-          o[n][1] *= a0;
-          o[n][2] *= a1;
-          o[n][3] *= a1;
-        }
+        rescale_o(o, alpha_smem[((t - 1) & 1) * M + r0], alpha_smem[((t - 1) & 1) * M + r1]);
         const uint32_t pa = smem_u32(vs + PBLK * T * 128);
         const uint64_t dp0 = PROW == 128 ? sw128_desc(pa, 16) : sw64_desc(pa);
         const uint64_t dv0 = sw128_desc(smem_u32(vs + og * (NB / 64) * T * 128), T * 128);
@@ -1291,6 +1265,11 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   const int64_t B = qo_indptr.size(0) - 1;
   if (total_q <= 0 || B < 0) return;
   if (ckv_cache.ndim == 3 && ckv_cache.size(1) != 1) return;  // page size 1 only
+  if (MMA && !(sm_scale > 0.0)) {  // the wgmma paths take the row maxima over unscaled scores
+    cudaMemsetAsync(output.data, 0xff, static_cast<size_t>(total_q) * H * DC * 2);
+    cudaMemsetAsync(lse.data, 0xff, static_cast<size_t>(total_q) * H * 4);
+    return;
+  }
   if (!g_init) {
     int dev = 0;
     cudaGetDevice(&dev);
