@@ -75,6 +75,13 @@
 //                         tile), passes the turn to warpgroup i+1), so the tensor cores run one
 //                         warpgroup's wgmmas while the other does its softmax (FA3's inter-warpgroup
 //                         overlap); 0: each warpgroup issues as soon as its data is there.
+//            KA_QREG      WS=1 only. 1: each consumer warp loads its 16 Q rows once per work item (ldmatrix
+//                         from the swizzled Q tile, right after q_full) as the A fragments of the S
+//                         wgmmas (32 registers at head_dim 128; the S wgmma reads only K from shared
+//                         memory, A from registers, B K-major) and releases Q at once, so the producer
+//                         can load the next item's Q early. 0: A = Q from shared memory (descriptor),
+//                         Q released after the item's last S. family.json allows 1 where ptxas does not
+//                         spill: WARPS 8 with 64-key tiles, or WARPS 4.
 //
 // Work decomposition. grid = (upper bound of query tiles, kv heads). The bound comes from shapes
 // only (ceil(total_q / QTILE) + batch + 1), so the host never reads the index arrays; each CTA
@@ -113,7 +120,8 @@
 // PERSIST=1): stage it % STAGES, fill k = it / STAGES, waited with parity k & 1; the producer
 // waits empty of fill k-1 (parity (k-1) & 1) before fill k >= 1. Q of the n-th item with keys:
 // q_full parity n & 1, the producer waits q_empty parity (n-1) & 1 before reloading Q; the
-// consumers release Q after the S wgmma of the item's last tile retired. K of a tile is released
+// consumers release Q after the S wgmma of the item's last tile retired (QREG=1: once it is in
+// their registers). K of a tile is released
 // after its S wgmma retired, V after its P V wgmma retired (OVERLAP=1: one tile later), so the
 // producer refills K while the softmax still runs. Phases never alias: a fill k+1 is issued only
 // after every consumer warp released fill k, which it did after waiting for it. Consumers wait on
@@ -143,7 +151,7 @@
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_PAGED) || \
     !defined(KA_MASKED_ROW_ZERO) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) ||        \
     !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_OVERLAP) || \
-    !defined(KA_WS) || !defined(KA_PINGPONG)
+    !defined(KA_WS) || !defined(KA_PINGPONG) || !defined(KA_QREG)
 #error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
@@ -207,6 +215,7 @@ static_assert(WS == 0 || (WS == 1 && MMA == 1 && PROD % KCH == 0 && BAR_OFF % 8 
 static_assert(WS == 0 || NWG == 1 || PROD * PROD_REGS + NT * CONS_REGS <= 65536, "WS=1: setmaxnreg budget");
 static_assert(KA_PINGPONG == 0 || (KA_PINGPONG == 1 && WS == 1 && NWG >= 2 && NWG <= 3),
               "PINGPONG=1: WS=1 and 2 or 3 consumer warpgroups");
+static_assert(KA_QREG == 0 || (KA_QREG == 1 && WS == 1), "QREG=1: WS=1");
 
 // Byte offset of 16-byte chunk c of row r in a shared tile of `rows` rows (see KA_MMA).
 __host__ __device__ constexpr int tile_off(int r, int c, int rows) {
@@ -234,6 +243,10 @@ inline void wgmma_ss(float (&d)[N / 8][4], uint64_t da, uint64_t db) {
 template <int N>
 inline void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
   ka_emu_ops::wgmma_issue({N, &d[0][0], true, {a[0], a[1], a[2], a[3]}, 0, db, 0, 1, 1});
+}
+template <int N>
+inline void wgmma_rs_kb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  ka_emu_ops::wgmma_issue({N, &d[0][0], true, {a[0], a[1], a[2], a[3]}, 0, db, 0, 0, 1});
 }
 template <int N>
 inline void wgmma_wait_n() { wgmma_wait(N); }
@@ -310,7 +323,7 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 #define KA_WGMMA_D_8_15                                                                                  \
   KA_WGMMA_D4(8), KA_WGMMA_D4(9), KA_WGMMA_D4(10), KA_WGMMA_D4(11), KA_WGMMA_D4(12), KA_WGMMA_D4(13), \
       KA_WGMMA_D4(14), KA_WGMMA_D4(15)
-__device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int scale_d) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -319,16 +332,18 @@ __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint
       : KA_WGMMA_D_0_7
       : "l"(da), "l"(db), "r"(scale_d));
 }
+// A from registers; TB: B MN-major (transpose bit, V) or K-major (0, K).
+template <int TB>
 __device__ __forceinline__ void wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
       : KA_WGMMA_D_0_7
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB));
 }
-__device__ __forceinline__ void wgmma_ss_n128(float (&d)[16][4], uint64_t da, uint64_t db, int scale_d) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n128(float (&d)[16][4], uint64_t da, uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
@@ -337,14 +352,15 @@ __device__ __forceinline__ void wgmma_ss_n128(float (&d)[16][4], uint64_t da, ui
       : KA_WGMMA_D_0_7, KA_WGMMA_D_8_15
       : "l"(da), "l"(db), "r"(scale_d));
 }
+template <int TB>
 __device__ __forceinline__ void wgmma_rs_n128(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
       : KA_WGMMA_D_0_7, KA_WGMMA_D_8_15
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB));
 }
 #if KA_WS
 // WS=1 (the gqa_decode PRODUCER=1 primitives). mbarriers live in shared memory (8 bytes, 8-byte aligned).
@@ -414,7 +430,9 @@ __device__ __forceinline__ void wgmma_wait_n() { __trap(); }
 __device__ __forceinline__ void fence_proxy_async() { __trap(); }
 __device__ __forceinline__ void wgmma_ss_n64(float (&)[8][4], uint64_t, uint64_t, int) { __trap(); }
 __device__ __forceinline__ void wgmma_ss_n128(float (&)[16][4], uint64_t, uint64_t, int) { __trap(); }
+template <int TB>
 __device__ __forceinline__ void wgmma_rs_n64(float (&)[8][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
+template <int TB>
 __device__ __forceinline__ void wgmma_rs_n128(float (&)[16][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
 #endif
 // S (+)= A B with A and B from descriptors, both K-major.
@@ -428,8 +446,15 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t da, uint
 template <int N>
 __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
   static_assert(N == 64 || N == 128, "wgmma N");
-  if constexpr (N == 64) wgmma_rs_n64(d, a, db, 1);
-  else wgmma_rs_n128(d, a, db, 1);
+  if constexpr (N == 64) wgmma_rs_n64<1>(d, a, db, 1);
+  else wgmma_rs_n128<1>(d, a, db, 1);
+}
+// S (+)= A B with A from registers (Q, QREG=1) and B from a descriptor, K-major.
+template <int N>
+__device__ __forceinline__ void wgmma_rs_kb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  static_assert(N == 64 || N == 128, "wgmma N");
+  if constexpr (N == 64) wgmma_rs_n64<0>(d, a, db, 1);
+  else wgmma_rs_n128<0>(d, a, db, 1);
 }
 // Keeps the compiler from moving accesses of wgmma operands (accumulators, A fragments) across a
 // wgmma wait: the asm "redefines" them after the wait.
@@ -1226,7 +1251,22 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #endif
     mbar_wait(br.q_full, nql & 1);  // (made visible to the wgmma by the fence after the K wait)
     ++nql;
+#if KA_QREG
+    // Q into registers as the A fragments of the S wgmmas (k-step kk: chunks 2kk, 2kk+1 of the
+    // warp's 16 rows; ldmatrix x4 matrices rows 0-7 / 8-15 x chunk 2kk / 2kk+1), then released.
+    __syncwarp();
+    uint32_t qf[KSTEPS][4];
+    {
+      const int qr = warp * 16 + (lane & 15);
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; ++kk)
+        ldsm_x4(smem_u32(qs_smem + tile_off(qr, 2 * kk + (lane >> 4), M)), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(br.q_empty);  // the producer may load the next item's Q
+#else
     const uint64_t q0d = sw128_desc(smem_u32(qs_smem) + (warp >> 2) * 64 * 128, 16);
+#endif
 #pragma unroll 1
     for (int t = 0; t < w.ntiles; ++t, ++it) {
       const int s = it % STAGES;
@@ -1244,12 +1284,14 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       for (int j = 0; j < NTT; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
       {
         const uint64_t k0d = sw128_desc(smem_u32(ks), 16);
-        uint64_t dq[KSTEPS], dk[KSTEPS];
+        uint64_t dk[KSTEPS];
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk) {
-          dq[kk] = desc_at(q0d, (kk >> 2) * M * 128 + (kk & 3) * 32);
-          dk[kk] = desc_at(k0d, (kk >> 2) * T * 128 + (kk & 3) * 32);
-        }
+        for (int kk = 0; kk < KSTEPS; ++kk) dk[kk] = desc_at(k0d, (kk >> 2) * T * 128 + (kk & 3) * 32);
+#if !KA_QREG
+        uint64_t dq[KSTEPS];
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) dq[kk] = desc_at(q0d, (kk >> 2) * M * 128 + (kk & 3) * 32);
+#endif
 #if KA_OVERLAP
         uint64_t dv[KT];
         if (t > 0) {
@@ -1267,7 +1309,13 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #endif
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk) wgmma_ss<T>(sc, dq[kk], dk[kk]);
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+#if KA_QREG
+          wgmma_rs_kb<T>(sc, qf[kk], dk[kk]);
+#else
+          wgmma_ss<T>(sc, dq[kk], dk[kk]);
+#endif
+        }
         wgmma_commit();
 #if KA_OVERLAP
 #pragma unroll
@@ -1285,8 +1333,8 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
         fence_operands(sc);
       }
       if (lane == 0) {
-        mbar_arrive(br.empty_k + 8 * s);                    // K of tile t read
-        if (t == w.ntiles - 1) mbar_arrive(br.q_empty);  // Q read for the last time in this item
+        mbar_arrive(br.empty_k + 8 * s);                                  // K of tile t read
+        if (!KA_QREG && t == w.ntiles - 1) mbar_arrive(br.q_empty);  // Q read for the last time in this item
       }
       // Softmax (masked on diagonal tiles only), P into pk.
       uint32_t pk[NTT][2];
