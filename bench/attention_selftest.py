@@ -30,7 +30,7 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                where one call's time goes: per-CTA entry / first data / last data / exit times
                (span, spread of the CTAs' exits, first-data latency, loop, tail, SM busy fraction).
 
-Points: --points default (decode: one representative per structural knob combination and per split
+Points: --points seeds (the family.json seeds, what a campaign times first), --points default (decode: one representative per structural knob combination and per split
 mode, and one per (WARPS, TILE, STAGES) of gqa_decode's HEADS=0; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, and
 for gqa_prefill one per value of WS, plus two seeded random points),
 --points all (every valid point), or explicit --knobs NAME=V,NAME=V (repeatable).
@@ -641,7 +641,8 @@ def main():
     ap.add_argument("--mode", choices=["emu", "cuda", "compile"], required=True)
     ap.add_argument("--family", choices=["gqa", "mla", "both", "gqa_prefill", "mla_prefill", "prefill", "all"],
                     default="both", help="both: the two decode families (as before); prefill: the two prefill ones")
-    ap.add_argument("--points", default="default", help="default | all | first")
+    ap.add_argument("--points", default="default", choices=["default", "all", "first", "seeds"],
+                    help="default | all | first | seeds (the family.json seeds that are valid points of the problem)")
     ap.add_argument("--knobs", action="append", default=[], help="NAME=V,NAME=V (repeatable); overrides --points")
     ap.add_argument("--cases", default="synthetic", help="synthetic | workloads | both (workloads: cuda only)")
     ap.add_argument("--only", default="", help="comma list of case names to run")
@@ -704,6 +705,10 @@ def main():
             pts = default_points_prefill(fam, pts) if fk in PREFILL else default_points(fam, defn, pts)
         elif args.points == "first":
             pts = pts[:1]
+        elif args.points == "seeds":
+            base = next((p for p in pts if p.get("HEADS", 1) == 1), pts[0])
+            seeds = [{**base, **sd["knobs"]} for sd in fam.get("seeds", [])]
+            pts = [k for i, k in enumerate(seeds) if k in pts and k not in seeds[:i]]
         print(f"== {fname} on {pname}: {len(pts)} point(s), mode {args.mode}", flush=True)
         if args.mode == "compile":
             t0 = time.time()

@@ -3,9 +3,11 @@
 // also tracks stays in its commit group, as on the hardware: cp.async.wait_group retires it (the
 // data lands), and the barrier's later completion does not perform it a second time over newer
 // data. A kernel that waits for its page ids by group while tracking its K/V copies on an mbarrier
-// (a producer warp's id ring) depends on both.
+// (a producer warp's id ring) depends on both. And the attention families' seed points, emulated
+// against their definitions' references (bench/attention_selftest.py --mode emu).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -60,6 +62,26 @@ TEST(Emulator, CpAsyncTrackedByAnMbarrierStaysInItsGroup) {
   RunResult r = run_command({(dir / "k").string()}, std::chrono::minutes(1));
   EXPECT_TRUE(r.ok()) << r.output;
   EXPECT_EQ(r.output, "111 222 1\n");
+  fs::remove_all(dir);
+}
+
+// The attention families' seed points (what a campaign times first) against each definition's own
+// reference, in the CPU emulator: bench/attention_selftest.py --mode emu --points seeds runs the
+// synthetic corner cases (empty sequences, tile edges, rows that see no key, row maxima that jump
+// from tile to tile, ...) on every dev problem of the four families. Needs the dev problems and
+// Python with torch (scripts/install-deps.sh installs it); each family's source is built with g++.
+TEST(Emulator, AttentionSeedPointsMatchTheReferences) {
+  if (!fs::exists(kRoot / ".." / "shared" / "problems") && !fs::exists(kRoot / ".data" / "problems"))
+    GTEST_SKIP() << "no dev problems";
+  const char* py = std::getenv("KERNELARC_PYTHON");
+  fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-emu-attn-").string());
+  RunResult r = run_command({py && *py ? py : "python3", (kRoot / "bench" / "attention_selftest.py").string(), "--mode",
+                             "emu", "--family", "all", "--points", "seeds", "--jobs", "2", "--workdir", dir.string()},
+                            std::chrono::minutes(20));
+  const std::string tail = r.output.size() > 4000 ? r.output.substr(r.output.size() - 4000) : r.output;
+  EXPECT_TRUE(r.ok()) << tail;
+  EXPECT_NE(r.output.find("checks, 0 failed"), std::string::npos) << tail;
+  EXPECT_EQ(r.output.find("[FAIL]"), std::string::npos) << tail;
   fs::remove_all(dir);
 }
 
