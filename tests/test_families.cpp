@@ -165,7 +165,7 @@ TEST(Families, Seeds) {
   const std::set<std::string> seeded_families{"gemm_hopper_cuda", "gemm_skinny_cuda", "gqa_decode_cuda",
                                                "mla_decode_cuda",  "gqa_prefill_cuda", "mla_prefill_cuda"};
   for (const auto& fam : load_families())
-    if (seeded_families.count(fam.name)) EXPECT_FALSE(fam.seeds.empty()) << fam.name;
+    if (seeded_families.count(fam.name)) { EXPECT_FALSE(fam.seeds.empty()) << fam.name; }
 }
 
 TEST(Families, DuplicateNamesAcrossFolders) {
@@ -609,16 +609,16 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
       } else {
         ++ws1;
         EXPECT_EQ(k.at("MMA"), 1) << knobs_str(k);
-        if (k.at("WARPS") == 12) EXPECT_EQ(k.at("KV_TILE"), 64) << knobs_str(k);
+        if (k.at("WARPS") == 12) { EXPECT_EQ(k.at("KV_TILE"), 64) << knobs_str(k); }
       }
-      if (k.at("PINGPONG") == 1) EXPECT_GE(k.at("WARPS"), 8) << knobs_str(k);
+      if (k.at("PINGPONG") == 1) { EXPECT_GE(k.at("WARPS"), 8) << knobs_str(k); }
       if (k.at("MMA") == 0) {
         EXPECT_EQ(k.at("OVERLAP"), 0) << knobs_str(k);
         ++sync;
         continue;
       }
       ++wg;
-      if (k.at("OVERLAP") == 1 && k.at("WS") == 0) EXPECT_GE(k.at("STAGES"), 3) << knobs_str(k);
+      if (k.at("OVERLAP") == 1 && k.at("WS") == 0) { EXPECT_GE(k.at("STAGES"), 3) << knobs_str(k); }
       EXPECT_EQ(k.at("WARPS") % 4, 0) << knobs_str(k);
       EXPECT_TRUE(k.at("KV_TILE") == 64 || k.at("KV_TILE") == 128) << knobs_str(k);
       EXPECT_EQ(k.at("Q_IN_SMEM"), 1) << knobs_str(k);
@@ -855,7 +855,7 @@ TEST(FamiliesDev, MlaPrefillWgmmaCompilesWithNvcc) {
     EXPECT_FALSE(has(r.output, "warning")) << knobs_str(k) << "\n" << r.output;
     // The 3-warpgroup schedule rebalances 168 registers per thread with setmaxnreg (184 + 2 x 160):
     // a kernel compiled to fewer would leave warpgroup 0's setmaxnreg.inc waiting forever.
-    if (k.at("WARPS") == 12) EXPECT_TRUE(has(r.output, "Used 168 registers")) << knobs_str(k) << "\n" << r.output;
+    if (k.at("WARPS") == 12) { EXPECT_TRUE(has(r.output, "Used 168 registers")) << knobs_str(k) << "\n" << r.output; }
   }
 }
 
