@@ -593,7 +593,7 @@ TEST(FamiliesDev, GqaDecodeHeadsPoints) {
 // stages do), every mma.sync point of the space before the knobs is still there, and the WS=0 space
 // is the one before WS: warp specialisation (WS=1) only on the wgmma path, PINGPONG only with WS=1
 // and 2 or 3 consumer warpgroups, WARPS=12 only with WS=1 on 64-key tiles, QREG=1 only with WS=1
-// where the registers allow.
+// where the registers allow, PERSIST=2 only with WS=1.
 TEST(FamiliesDev, GqaPrefillMmaPoints) {
   for (const char* name : {"014_gqa_paged_prefill_causal_h32_kv4_d128_ps1", "016_gqa_ragged_prefill_causal_h32_kv4_d128"}) {
     if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
@@ -693,6 +693,15 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
     k["WARPS"] = 8;
     k["WS"] = 0;
     EXPECT_FALSE(f.valid(k, p));
+    // PERSIST=2 (items claimed at run time from a global counter): the warp-specialised path only.
+    k["WS"] = 1;
+    k["PERSIST"] = 2;
+    EXPECT_TRUE(f.valid(k, p));
+    k["WS"] = 0;
+    k["QREG"] = 0;
+    EXPECT_FALSE(f.valid(k, p));
+    k["PERSIST"] = 1;
+    EXPECT_TRUE(f.valid(k, p));
   }
 }
 

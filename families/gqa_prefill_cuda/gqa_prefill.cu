@@ -36,7 +36,11 @@
 //            KA_Q_IN_SMEM 0: the Q fragments live in registers for the whole loop; 1: they are
 //                         re-read from shared memory with ldmatrix per tile (fewer registers)
 //            KA_PERSIST   0: one CTA per possible query tile and kv head (grid from the bound);
-//                         1: SMs x occupancy persistent CTAs stride over the (tile, kv head) items
+//                         1: SMs x occupancy persistent CTAs stride over the (tile, kv head) items;
+//                         2 (WS=1): the persistent CTAs claim items at run time from a global
+//                         counter, in work order, so a CTA that finishes early takes the next item
+//                         (greedy balance of unequal causal tiles) and its producer loads that item's
+//                         Q and K/V under the current one's compute (see for_each_item_dyn)
 //            KA_MMA       0: mma.sync m16n8k16 per warp, operands through ldmatrix from padded rows;
 //                         1: wgmma per warpgroup (4 warps, 64 rows of the M tile): S = Q K^T with A = Q
 //                         and B = the K tile from shared memory (both K-major), O += P V with A = P
@@ -198,7 +202,10 @@ constexpr int NTHREADS = NT + PROD * WS;     // WS=1: plus the producer warpgrou
 constexpr int PROD_REGS = NWG == 3 ? 48 : 72;
 constexpr int CONS_REGS = NWG == 3 ? 152 : 216;
 constexpr int BAR_OFF = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES;  // WS=1 mbarriers
-constexpr int BAR_BYTES = WS ? STAGES * 32 + 16 : 0;  // full_k, full_v, empty_k, empty_v per stage; q_full, q_empty
+constexpr bool DYN = KA_PERSIST == 2;         // WS=1: items claimed at run time (see PERSIST)
+// full_k, full_v, empty_k, empty_v per stage; q_full, q_empty; PERSIST=2: item_full, item_empty (2
+// each) and the 2 item slots.
+constexpr int BAR_BYTES = WS ? STAGES * 32 + 16 + (DYN ? 48 : 0) : 0;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES + BAR_BYTES + 16 + ALIGN_SLACK;
 constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -216,6 +223,7 @@ static_assert(WS == 0 || NWG == 1 || PROD * PROD_REGS + NT * CONS_REGS <= 65536,
 static_assert(KA_PINGPONG == 0 || (KA_PINGPONG == 1 && WS == 1 && NWG >= 2 && NWG <= 3),
               "PINGPONG=1: WS=1 and 2 or 3 consumer warpgroups");
 static_assert(KA_QREG == 0 || (KA_QREG == 1 && WS == 1), "QREG=1: WS=1");
+static_assert(KA_PERSIST <= 1 || (KA_PERSIST == 2 && WS == 1), "PERSIST=2: WS=1");
 
 // Byte offset of 16-byte chunk c of row r in a shared tile of `rows` rows (see KA_MMA).
 __host__ __device__ constexpr int tile_off(int r, int c, int rows) {
@@ -706,7 +714,8 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
 
 // KA_PERSIST 0: one CTA per (tile bound, kv head); 1: persistent CTAs (SMs x occupancy) walk the
 // work items (tile, kv head) with a stride, tiles in work order, so no CTA is spent on the slack of
-// the shape-based bound and a CTA's writes of rows that see no key cost no launch.
+// the shape-based bound and a CTA's writes of rows that see no key cost no launch; 2: the same CTAs
+// claim the items at run time (WS=1 only).
 __global__ void __launch_bounds__(NTHREADS) gqa_prefill_kernel(Params p) {
   KA_DYN_SMEM(smem_raw);
   constexpr uint32_t AL = MMA ? 1024 : 16;  // the swizzled tiles need 1024-byte alignment
@@ -1099,13 +1108,60 @@ __device__ __forceinline__ void for_each_item(const Params& p, const int* ord, i
     }
   }
 }
-// mbarrier addresses: full_k, full_v, empty_k, empty_v (STAGES each), q_full, q_empty.
+// mbarrier addresses: full_k, full_v, empty_k, empty_v (STAGES each), q_full, q_empty; PERSIST=2:
+// item_full, item_empty (2 each), and the item slots (2 ints, generic pointer).
 struct Bars {
-  uint32_t full_k, full_v, empty_k, empty_v, q_full, q_empty;
-  __device__ __forceinline__ explicit Bars(uint32_t base)
+  uint32_t full_k, full_v, empty_k, empty_v, q_full, q_empty, item_full, item_empty;
+  volatile int* slots;
+  __device__ __forceinline__ Bars(uint32_t base, unsigned char* base_ptr)
       : full_k(base), full_v(base + 8 * STAGES), empty_k(base + 16 * STAGES), empty_v(base + 24 * STAGES),
-        q_full(base + 32 * STAGES), q_empty(base + 32 * STAGES + 8) {}
+        q_full(base + 32 * STAGES), q_empty(base + 32 * STAGES + 8), item_full(base + 32 * STAGES + 16),
+        item_empty(base + 32 * STAGES + 32), slots(reinterpret_cast<volatile int*>(base_ptr + 32 * STAGES + 48)) {}
 };
+#if KA_PERSIST == 2
+// PERSIST=2's work counter in global memory: [0] the next item to claim, [1] the CTAs done claiming.
+// The last CTA done resets both, so every launch starts from zero (launches of one loaded candidate
+// must not overlap: the judge runs one at a time).
+__device__ int g_work[2];
+#endif
+// PERSIST=2: thread 0 of the producer warpgroup (the claimer) takes the next item with an atomicAdd
+// and publishes it in slot n%2 (mbarrier item_full, 1 arrival); every warp of both roles waits for
+// it, reads it and releases the slot (item_empty: lane 0 of each of the W consumer and 4 producer
+// warps), so both roles walk the same items, in claim order (increasing, as the forward-only cursor
+// needs). An item at or past the end (-1, or past the last tile) ends the walk; the claimer then
+// counts its CTA done. Greedy claiming balances CTAs of unequal items (heaviest first with ORDER >= 1),
+// and the producer loads the next item's Q and K/V while the consumers finish the current one.
+template <typename F>
+__device__ __forceinline__ void for_each_item_dyn(const Params& p, const int* ord, int lane, bool claimer, const Bars& br,
+                                                  F&& f) {
+#if KA_PERSIST == 2
+  const int items = p.tiles * HKV;
+  Cursor cur;
+  for (int n = 0;; ++n) {
+    const int s = n & 1;
+    if (claimer) {
+      if (n >= 2) mbar_wait(br.item_empty + 8 * s, ((n >> 1) - 1) & 1);
+      const int w = atomicAdd(&g_work[0], 1);
+      br.slots[s] = w < items ? w : -1;
+      mbar_arrive(br.item_full + 8 * s);  // (release: the slot's store before the arrival)
+    }
+    mbar_wait(br.item_full + 8 * s, (n >> 1) & 1);
+    const int w = br.slots[s];
+    __syncwarp();
+    if (lane == 0) mbar_arrive(br.item_empty + 8 * s);
+    int b, tile;
+    if (w < 0 || !advance(p, ord, cur, w / HKV, b, tile)) break;
+    f(b, tile, w % HKV);
+  }
+  if (claimer) {
+    __threadfence();  // this CTA's last claim before its "done"
+    if (atomicAdd(&g_work[1], 1) == static_cast<int>(gridDim.x) - 1) {
+      atomicExch(&g_work[0], 0);
+      atomicExch(&g_work[1], 0);
+    }
+  }
+#endif
+}
 
 // The producer warpgroup (ptid = thread 0..127 of it): Q once per item with keys, then the item's
 // K/V tiles into the ring.
@@ -1125,7 +1181,7 @@ __device__ __forceinline__ void ws_producer(const Params& p, unsigned char* smem
   for (int j = 0; j < SWP; ++j) koff[j] = static_cast<uint32_t>(tile_off(prow + RPI * j, pcol, T));
   const uint32_t st0 = smem_u32(smem), qs = smem_u32(smem + STAGES * STAGE_BYTES);
   int it = 0, nql = 0;  // K/V tiles and Q tiles issued so far
-  for_each_item(p, ord, lane, [&](int b, int tile, int g) {
+  auto item = [&](int b, int tile, int g) {
     const Item w = item_geom(p, b, tile, g);
     if (w.ntiles == 0) return;  // no key: the consumers write the empty-row values
     if (nql > 0) mbar_wait(br.q_empty, (nql - 1) & 1);
@@ -1186,7 +1242,9 @@ __device__ __forceinline__ void ws_producer(const Params& p, unsigned char* smem
         cp_async_16(vs + koff[i % SWP] + 128 * RPI * (i - i % SWP), vb + imax(rows[i], 0) * RSTRIDE, rows[i] >= 0 ? 16 : 0);
       cp_async_mbar_arrive_noinc(br.full_v + 8 * s);
     }
-  });
+  };
+  if constexpr (DYN) for_each_item_dyn(p, ord, lane, ptid == 0, br, item);
+  else for_each_item(p, ord, lane, item);
   // No exit with copies in flight: the last fill of each stage, and the last Q, have landed.
   for (int u = imax(0, it - STAGES); u < it; ++u) {
     mbar_wait(br.full_k + 8 * (u % STAGES), (u / STAGES) & 1);
@@ -1222,7 +1280,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     }
   };
   int it = 0, nql = 0;  // K/V tiles and Q tiles consumed so far
-  for_each_item(p, ord, lane, [&](int b, int tile, int g) {
+  auto item = [&](int b, int tile, int g) {
     const Item w = item_geom(p, b, tile, g);
     if (w.ntiles == 0) {
       // ── rows that see no key: the empty-row values (as do_tile) ──
@@ -1397,12 +1455,14 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     }
 #endif
     write_rows(p, st, o, w.row0, w.nq, wr0, lane);
-  });
+  };
+  if constexpr (DYN) for_each_item_dyn(p, ord, lane, false, br, item);
+  else for_each_item(p, ord, lane, item);
 }
 
 __device__ __forceinline__ void ws_main(const Params& p, unsigned char* smem, const int* ord) {
   const int tid = threadIdx.x;
-  const Bars br(smem_u32(smem + BAR_OFF));
+  const Bars br(smem_u32(smem + BAR_OFF), smem + BAR_OFF);
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(br.full_k + 8 * s, PROD);
@@ -1412,6 +1472,12 @@ __device__ __forceinline__ void ws_main(const Params& p, unsigned char* smem, co
     }
     mbar_init(br.q_full, PROD);
     mbar_init(br.q_empty, W);
+    if constexpr (DYN) {
+      for (int s = 0; s < 2; ++s) {
+        mbar_init(br.item_full + 8 * s, 1);
+        mbar_init(br.item_empty + 8 * s, W + 4);
+      }
+    }
     mbar_fence_init();
   }
 #if KA_OVERLAP
