@@ -771,7 +771,7 @@ def main():
                     except Exception as e:  # noqa: BLE001
                         ok, res, vals, outs = False, {"error": str(e)[:500]}, None, None
                     row = {"family": fname, "problem": pname[:3], "knobs": knobs_str(knobs), "case": case["name"], "sms": sms, "ok": ok,
-                           "wall_s": round(time.time() - t0, 2)}
+                           "wall_s": round(time.time() - t0, 2), "source": args.families or "families"}
                     for name in defn["outputs"]:
                         if name in res:
                             row[f"{name}_max_abs"] = res[name].get("max_abs")

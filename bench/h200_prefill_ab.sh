@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A/B of the causal prefill families on the H200: an older copy of families/ (OLD, default
+# .data/old: `mkdir -p .data/old && git archive REV families | tar x -C .data/old` here, before
+# scripts/device-pack.sh; carry .dev and .data) against the repo's, in one call, on the workloads
+# that decide issue 6's prefill line (> 50 GFLOP of unmasked work: 016's 5c51d2e8 and 007ddabb,
+# 014's 9fb16120; 019's 053a88a3, 54187805, fe63f292, below its slowest references).
+# bench/attention_selftest.py --mode cuda --cases workloads --time (correctness against the
+# definition's reference, then the median of L2-flushed calls by CUDA events; not the judge's
+# protocol), one process per (family, source) so each reference runs once per source:
+#   GQA_BOTH / MLA_BOTH  points run on both sources (space-separated knob lists);
+#   GQA_NEW / MLA_NEW    points only the repo's families have (e.g. knobs added since OLD);
+#   GQA_ONLY / MLA_ONLY  workload ids (uuid prefixes); STEP_S per self-test process (default 200).
+# Rows go to $OUT/prefill_ab/ab.jsonl; bench/ab_summary.py prints per workload every (point,
+# source) and per point the geomean time ratio new / old; all of it in $OUT/prefill_ab_logs.tgz.
+set -uo pipefail
+FINAL=${OUT:-/tmp/ka-out}
+OUT=$FINAL/prefill_ab
+mkdir -p "$OUT"
+OLD=${OLD:-.data/old}
+STEP_S=${STEP_S:-200}
+SEED_GQA=WARPS=12,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,PERSIST=0,MMA=1,OVERLAP=1,WS=1,PINGPONG=1
+FA3_GQA=WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,PERSIST=0,MMA=1,OVERLAP=1,WS=1,PINGPONG=1
+GQA_BOTH=${GQA_BOTH-"$SEED_GQA $FA3_GQA"}
+GQA_NEW=${GQA_NEW-"${SEED_GQA/PERSIST=0/PERSIST=2} ${FA3_GQA/PERSIST=0/PERSIST=2} WARPS=8,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,PERSIST=0,MMA=1,OVERLAP=1,WS=1,PINGPONG=1,QREG=1 WARPS=8,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,PERSIST=2,MMA=1,OVERLAP=1,WS=1,PINGPONG=1,QREG=1"}
+MLA_BOTH=${MLA_BOTH-"QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=2,PERSIST=0,MMA=1 QTOK=4,WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,PERSIST=1,MMA=1"}
+MLA_NEW=${MLA_NEW-""}
+GQA_ONLY=${GQA_ONLY:-5c51d2e8,007ddabb,9fb16120}
+MLA_ONLY=${MLA_ONLY:-053a88a3,54187805,fe63f292}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$OUT/gpu.txt" 2>&1
+[[ -d $OLD/families ]] || echo "no $OLD/families: the old side is skipped" | tee "$OUT/warning.txt"
+run() {  # family, only, source ("" = the repo's), points...
+  local fam=$1 only=$2 src=$3
+  shift 3
+  local args=()
+  for k in "$@"; do args+=(--knobs "$k"); done
+  ((${#args[@]})) || return 0
+  [[ -n $src && ! -d $src/families ]] && return 0
+  echo "== $fam ${src:-families}: $*" >>"$OUT/selftest.txt"
+  timeout -k 10 "$STEP_S" python3 bench/attention_selftest.py --mode cuda --family "$fam" --cases workloads \
+    --only "$only" --time ${src:+--families "$src"} "${args[@]}" --jsonl "$OUT/ab.jsonl" >>"$OUT/selftest.txt" 2>&1
+  echo "exit $?" >>"$OUT/selftest.txt"
+}
+# shellcheck disable=SC2086
+run gqa_prefill "$GQA_ONLY" "$OLD" $GQA_BOTH
+# shellcheck disable=SC2086
+run gqa_prefill "$GQA_ONLY" "" $GQA_BOTH $GQA_NEW
+# shellcheck disable=SC2086
+run mla_prefill "$MLA_ONLY" "$OLD" $MLA_BOTH
+# shellcheck disable=SC2086
+run mla_prefill "$MLA_ONLY" "" $MLA_BOTH $MLA_NEW
+{
+  echo "=== $(tail -1 "$OUT/gpu.txt"), $(date -u +%FT%TZ)"
+  grep -E "^== |checks|exit" "$OUT/selftest.txt"
+  python3 bench/ab_summary.py "$OUT/ab.jsonl" 2>&1
+} | tee "$OUT/summary.txt"
+tar czf "$FINAL/prefill_ab_logs.tgz" -C "$FINAL" prefill_ab && rm -rf "$OUT"
