@@ -678,30 +678,24 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
     k["PINGPONG"] = 0;
     EXPECT_TRUE(f.valid(k, p));
     // QREG=1 (Q as wgmma A fragments): WS=1 only, and only where the consumers' registers hold it
-    // (ptxas spills at WARPS=12 and at WARPS=8 with 128-key tiles).
-    k["QREG"] = 1;
-    EXPECT_TRUE(f.valid(k, p));
-    k["KV_TILE"] = 128;
-    EXPECT_TRUE(f.valid(k, p));
-    k["WARPS"] = 8;
-    EXPECT_FALSE(f.valid(k, p));
-    k["KV_TILE"] = 64;
-    EXPECT_TRUE(f.valid(k, p));
-    k["WARPS"] = 12;
-    k["STAGES"] = 3;
-    EXPECT_FALSE(f.valid(k, p));
-    k["WARPS"] = 8;
-    k["WS"] = 0;
-    EXPECT_FALSE(f.valid(k, p));
-    // PERSIST=2 (items claimed at run time from a global counter): the warp-specialised path only.
-    k["WS"] = 1;
-    k["PERSIST"] = 2;
-    EXPECT_TRUE(f.valid(k, p));
-    k["WS"] = 0;
-    k["QREG"] = 0;
-    EXPECT_FALSE(f.valid(k, p));
-    k["PERSIST"] = 1;
-    EXPECT_TRUE(f.valid(k, p));
+    // (ptxas spills at WARPS=12 and at WARPS=8 with 128-key tiles); PERSIST=2 (items claimed at run
+    // time from a global counter): the warp-specialised path only. Each step changes some knobs of
+    // the point above and says whether the result is a point of the space.
+    const std::vector<std::pair<Knobs, bool>> steps = {
+        {{{"QREG", 1}}, true},                     // WARPS 4, KV_TILE 64
+        {{{"KV_TILE", 128}}, true},                // WARPS 4 holds 128-key tiles
+        {{{"WARPS", 8}}, false},                   // WARPS 8 with 128-key tiles spills
+        {{{"KV_TILE", 64}}, true},
+        {{{"WARPS", 12}, {"STAGES", 3}}, false},   // WARPS 12 spills
+        {{{"WARPS", 8}, {"WS", 0}}, false},        // QREG needs WS=1
+        {{{"WS", 1}, {"PERSIST", 2}}, true},
+        {{{"WS", 0}, {"QREG", 0}}, false},         // PERSIST=2 needs WS=1
+        {{{"PERSIST", 1}}, true},
+    };
+    for (const auto& [change, ok] : steps) {
+      for (const auto& [n, v] : change) k[n] = v;
+      EXPECT_EQ(f.valid(k, p), ok) << knobs_str(k);
+    }
   }
 }
 
