@@ -78,11 +78,24 @@ class TensorArg(ctypes.Structure):
 
 
 def find_problem(name):
-    for base in (os.path.join(ROOT, ".data", "problems"), os.path.join(ROOT, "..", "shared", "problems")):
-        p = os.path.join(base, "sol-execbench", "FlashInfer-Bench", name)
+    """The problem's folder: .data/problems or ../shared/problems, else the repo's copy of its
+    definition alone (tests/data/attention: enough for the emulator's synthetic cases)."""
+    bases = [os.path.join(ROOT, ".data", "problems", "sol-execbench", "FlashInfer-Bench"),
+             os.path.join(ROOT, "..", "shared", "problems", "sol-execbench", "FlashInfer-Bench"),
+             os.path.join(ROOT, "tests", "data", "attention")]
+    for base in bases:
+        p = os.path.join(base, name)
         if os.path.isfile(os.path.join(p, "definition.json")):
             return os.path.abspath(p)
-    raise SystemExit(f"problem {name} not found under .data/problems or ../shared/problems")
+    raise SystemExit(f"problem {name} not found under .data/problems, ../shared/problems or tests/data/attention")
+
+
+def synthetic_scale(prob):
+    """The softmax scale of the synthetic cases: the first workload's, or 0.1 without workloads."""
+    path = os.path.join(prob, "workload.jsonl")
+    if not os.path.isfile(path):
+        return 0.1
+    return next((json.loads(l)["inputs"]["sm_scale"]["value"] for l in open(path)), 0.1)
 
 
 # ── family points ──────────────────────────────────────────────────────────────────────────────
@@ -216,6 +229,18 @@ def knobs_str(k):
     return "_".join(f"{n}{k[n]}" for n in sorted(k))
 
 
+def nvcc_path():
+    return os.environ.get("KERNELARC_NVCC") or (shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+
+
+def nvcc_flags(arch):
+    """The judge's nvcc flags for one arch (code generation, defines, includes), without the output
+    kind (-shared / -cubin) and files."""
+    return [f"-gencode=arch=compute_{arch},code=sm_{arch}", "-O3", "-D__CUDA_NO_HALF_OPERATORS__",
+            "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
+            "--expt-relaxed-constexpr", "-std=c++17", f"-I{os.path.join(ROOT, 'include')}"]
+
+
 def build(fam, defn, knobs, mode, workdir, arch, verbose_ptxas=False):
     src = point_source(fam, defn, knobs)
     h = hashlib.sha256((mode + arch + os.environ.get("KA_NVCC_EXTRA", "") + src + open(EMU_HEADER).read()).encode()).hexdigest()[:16]
@@ -229,10 +254,7 @@ def build(fam, defn, knobs, mode, workdir, arch, verbose_ptxas=False):
         cmd = ["g++", "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-fno-gnu-unique", f"-I{inc}", f'-DKA_EMULATE="{EMU_HEADER}"',
                "-o", so, cu]
     else:
-        nvcc = os.environ.get("KERNELARC_NVCC") or (shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-        cmd = [nvcc, "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", f"-gencode=arch=compute_{arch},code=sm_{arch}",
-               "-O3", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-               "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", f"-I{inc}", "-o", so, cu]
+        cmd = [nvcc_path(), "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", *nvcc_flags(arch), "-o", so, cu]
         if verbose_ptxas:
             cmd[1:1] = ["-Xptxas", "-v"]
         cmd[1:1] = os.environ.get("KA_NVCC_EXTRA", "").split()  # e.g. -lineinfo for compute-sanitizer
@@ -486,6 +508,9 @@ def materialise(case, rng, scale):
 
 
 def workload_cases(prob, defn, limit_names=None):
+    if not os.path.isfile(os.path.join(prob, "workload.jsonl")):
+        raise SystemExit(f"{prob}: no workload.jsonl (workload cases need the problem folder with its blobs: "
+                         ".data/problems or ../shared/problems)")
     from_blob = []
     for line in open(os.path.join(prob, "workload.jsonl")):
         w = json.loads(line)
@@ -735,7 +760,7 @@ def main():
         rng = random.Random(args.seed)
         cases = []
         if args.cases in ("synthetic", "both"):
-            scale = next((json.loads(l)["inputs"]["sm_scale"]["value"] for l in open(os.path.join(prob, "workload.jsonl"))), 0.1)
+            scale = synthetic_scale(prob)
             if fk in PREFILL:
                 cases += [materialise_prefill(c, rng, scale) for c in prefill_cases(fk, rng)]
             else:

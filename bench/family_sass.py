@@ -57,11 +57,7 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     cu, cubin, sass = args.out + ".cu", args.out + ".cubin", args.out + ".sass"
     open(cu, "w").write(st.point_source(fam, defn, k))
-    nvcc = os.environ.get("KERNELARC_NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    inc = os.path.join(st.ROOT, "include")
-    cmd = [nvcc, "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v",
-           "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-           "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr", "-std=c++17", f"-I{inc}", "-o", cubin, cu]
+    cmd = [st.nvcc_path(), "-cubin", "-Xptxas", "-v", *st.nvcc_flags("90a"), "-o", cubin, cu]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"nvcc failed:\n{r.stderr[-3000:]}")

@@ -550,10 +550,10 @@ struct Rows {
   float m0, m1, l0, l1;
 };
 // MASK (diagonal tiles): keys past lim0 / lim1 (the last key row r0 / r0 + 8 sees, capped at kl - 1)
-// are -inf. Writes P (bf16 pairs, the A fragments of P V) and returns whether some row of the warp
-// moved its maximum, i.e. whether O must be rescaled by a0 (row r0) and a1 (row r0 + 8).
+// are -inf. Writes P (bf16 pairs, the A fragments of P V); a0 / a1 get the factors O's rows r0 and
+// r0 + 8 must be rescaled by (1 when the row kept its maximum).
 template <bool MASK>
-__device__ __forceinline__ bool softmax_tile(float (&s)[NTT][4], Rows& st, float scale, int kbase, int lim0, int lim1,
+__device__ __forceinline__ void softmax_tile(float (&s)[NTT][4], Rows& st, float scale, int kbase, int lim0, int lim1,
                                              int cq, uint32_t (&pk)[NTT][2], float& a0, float& a1) {
   float mx0 = kNegInf, mx1 = kNegInf;
 #pragma unroll
@@ -575,14 +575,13 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[NTT][4], Rows& st, float
   mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
   mx0 *= scale;
   mx1 *= scale;
-  const bool up0 = mx0 > st.m0 + kSlack, up1 = mx1 > st.m1 + kSlack;  // (a row's first key: m = -inf)
   a0 = 1.f;
   a1 = 1.f;
-  if (up0) {
-    a0 = ex2(st.m0 - mx0);  // 0 when m was -inf
+  if (mx0 > st.m0 + kSlack) {  // (a row's first key: m = -inf)
+    a0 = ex2(st.m0 - mx0);  // below 2^-kSlack; 0 when m was -inf
     st.m0 = mx0;
   }
-  if (up1) {
+  if (mx1 > st.m1 + kSlack) {
     a1 = ex2(st.m1 - mx1);
     st.m1 = mx1;
   }
@@ -599,7 +598,18 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[NTT][4], Rows& st, float
   }
   st.l0 = st.l0 * a0 + e0;
   st.l1 = st.l1 * a1 + e1;
-  return __any_sync(0xffffffffu, up0 || up1);
+}
+// O *= the rows' factors, skipped when every row of the warp keeps its scale.
+template <int N>
+__device__ __forceinline__ void rescale_o(float (&o)[N][4], float a0, float a1) {
+  if (!__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) return;
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+    o[n][0] *= a0;
+    o[n][1] *= a0;
+    o[n][2] *= a1;
+    o[n][3] *= a1;
+  }
 }
 
 // The epilogue (every warp owns whole rows): the thread's rows, CTA rows wr0 and wr0 + 8 (those past
@@ -996,22 +1006,14 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
     // Softmax (masked on diagonal tiles only), P into pk.
     uint32_t pk[NTT][2];
     float a0, a1;
-    const bool rescale = t >= nomask ? softmax_tile<true>(s, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1)
-                                     : softmax_tile<false>(s, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1);
+    if (t >= nomask) softmax_tile<true>(s, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1);
+    else softmax_tile<false>(s, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1);
 #if KA_OVERLAP
     wgmma_wait_n<0>();  // P V of tile t-1 done: O may be rescaled, pa_prev rewritten
     fence_operands(o);
     fence_operands(pa_prev);
 #endif
-    if (rescale) {
-#pragma unroll
-      for (int n = 0; n < NTD; ++n) {
-        o[n][0] *= a0;
-        o[n][1] *= a0;
-        o[n][2] *= a1;
-        o[n][3] *= a1;
-      }
-    }
+    rescale_o(o, a0, a1);
     // O += P V.
 #if KA_OVERLAP
 #pragma unroll
@@ -1399,24 +1401,15 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       // Softmax (masked on diagonal tiles only), P into pk.
       uint32_t pk[NTT][2];
       float a0, a1;
-      const bool rescale = t >= w.nomask
-                               ? softmax_tile<true>(sc, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1)
-                               : softmax_tile<false>(sc, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1);
+      if (t >= w.nomask) softmax_tile<true>(sc, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1);
+      else softmax_tile<false>(sc, st, p.scale_log2, t * T, lim0, lim1, cq, pk, a0, a1);
 #if KA_OVERLAP
       wgmma_wait_n<0>();  // P V of tile t-1 done: O may be rescaled, pa_prev rewritten, V of t-1 released
       fence_operands(o);
       fence_operands(pa_prev);
       if (t > 0 && lane == 0) mbar_arrive(br.empty_v + 8 * sp);
 #endif
-      if (rescale) {
-#pragma unroll
-        for (int n = 0; n < NTD; ++n) {
-          o[n][0] *= a0;
-          o[n][1] *= a0;
-          o[n][2] *= a1;
-          o[n][3] *= a1;
-        }
-      }
+      rescale_o(o, a0, a1);
 #if KA_OVERLAP
       to_frags(pk, pa_prev);
 #else

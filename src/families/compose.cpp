@@ -16,24 +16,27 @@
 
 namespace ka {
 
-std::vector<DispatchAxis> dispatch_axes(const Definition& d) {
-  std::vector<DispatchAxis> out;
-  for (const auto& a : d.axes) {
-    if (a.kind != AxisDef::Var) continue;
-    bool found = false;
-    for (size_t i = 0; i < d.inputs.size() && !found; ++i) {
-      const TensorDef& t = d.inputs[i];
-      if (t.scalar) continue;
-      for (size_t k = 0; k < t.dims.size() && !found; ++k) {
-        std::string s = t.dims[k].source();
-        s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
-        if (s == a.name) {
-          out.push_back(DispatchAxis{a.name, static_cast<int>(i), static_cast<int>(k)});
-          found = true;
-        }
-      }
+namespace {
+// The first input dimension written as exactly `axis` (spaces aside), if any.
+std::optional<DispatchAxis> plain_dimension(const Definition& d, const std::string& axis) {
+  for (size_t i = 0; i < d.inputs.size(); ++i) {
+    const TensorDef& t = d.inputs[i];
+    if (t.scalar) continue;
+    for (size_t k = 0; k < t.dims.size(); ++k) {
+      std::string s = t.dims[k].source();
+      s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
+      if (s == axis) return DispatchAxis{axis, static_cast<int>(i), static_cast<int>(k)};
     }
   }
+  return std::nullopt;
+}
+}  // namespace
+
+std::vector<DispatchAxis> dispatch_axes(const Definition& d) {
+  std::vector<DispatchAxis> out;
+  for (const auto& a : d.axes)
+    if (a.kind == AxisDef::Var)
+      if (auto ax = plain_dimension(d, a.name)) out.push_back(*ax);
   return out;
 }
 
