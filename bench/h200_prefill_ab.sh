@@ -12,6 +12,9 @@
 #   GQA_ONLY / MLA_ONLY  workload ids (uuid prefixes); STEP_S per self-test process (default 200).
 # Rows go to $OUT/prefill_ab/ab.jsonl; bench/ab_summary.py prints per workload every (point,
 # source) and per point the geomean time ratio new / old; all of it in $OUT/prefill_ab_logs.tgz.
+# NCU=1 then profiles (clocks left as found) each family's seed (the repo's source; the builds above are reused) on one
+# workload (NCU_GQA, NCU_MLA: uuid prefixes) with ncu's throughput, memory, scheduler and warp-state
+# sections: ncu_<family>.txt in the archive, its headline figures in the summary.
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
 OUT=$FINAL/prefill_ab
@@ -48,9 +51,25 @@ run gqa_prefill "$GQA_ONLY" "" $GQA_BOTH $GQA_NEW
 run mla_prefill "$MLA_ONLY" "$OLD" $MLA_BOTH
 # shellcheck disable=SC2086
 run mla_prefill "$MLA_ONLY" "" $MLA_BOTH $MLA_NEW
+if [[ ${NCU:-0} == 1 ]] && command -v ncu >/dev/null; then
+  for spec in "gqa_prefill $SEED_GQA ${NCU_GQA:-5c51d2e8}" "mla_prefill ${MLA_BOTH%% *} ${NCU_MLA:-fe63f292}"; do
+    read -r fam knobs only <<<"$spec"
+    timeout -k 10 "${NCU_S:-150}" ncu --clock-control none --kernel-name regex:prefill --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
+      python3 bench/attention_selftest.py --mode cuda --family "$fam" --cases workloads --only "$only" \
+      --time --knobs "$knobs" >"$OUT/ncu_$fam.txt" 2>&1
+    echo "exit $?" >>"$OUT/ncu_$fam.txt"
+  done
+fi
 {
   echo "=== $(tail -1 "$OUT/gpu.txt"), $(date -u +%FT%TZ)"
   grep -E "^== |checks|exit" "$OUT/selftest.txt"
   python3 bench/ab_summary.py "$OUT/ab.jsonl" 2>&1
+  for f in "$OUT"/ncu_*.txt; do
+    [[ -f $f ]] || continue
+    echo "== $(basename "$f")"
+    grep -E "^  [a-z_]+_kernel|Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|Issue Slots Busy|Eligible Warps|No Eligible|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|exit" "$f" | head -20
+  done
 } | tee "$OUT/summary.txt"
 tar czf "$FINAL/prefill_ab_logs.tgz" -C "$FINAL" prefill_ab && rm -rf "$OUT"
