@@ -68,6 +68,16 @@
 //                         P(t), while the O warpgroups rescale and add P(t-1) V(t-1) on the tensor
 //                         cores. KV_TILE 64 would need ~210 registers in warpgroup 0 (it spills at
 //                         184) and PERSIST 1 spills too, so both are left out.
+//            KA_SAHEAD    WARPS 12 only (STAGES >= 4). 1: S runs one tile ahead, as FlashAttention-3's
+//                         intra-warpgroup overlap: warpgroup 0 issues S(t+1) = Q K(t+1)^T into a
+//                         second accumulator set before the softmax of tile t and waits for it only
+//                         after, so the tensor cores run S(t+1) and the O warpgroups' P(t-1) V(t-1)
+//                         while the softmax of t runs; one CTA barrier per tile, Y(t): tile t+1
+//                         landed, S(t) in registers, P(t-1) written, P V(t-2) done. At Y(t) the O
+//                         warpgroups load tile t+STAGES-2 into the stage of tile t-2, so a stage
+//                         more is needed for the same load lead (three are busy: P V(t-1), P(t),
+//                         S(t+1)). Warpgroup 0 keeps Q's last 64 ckv dims in shared memory
+//                         (QTAIL_CKV: 16 registers fewer) to make room for its second S set.
 //              Both wgmma schedules issue every wgmma batch after a wgmma.fence with its A fragments
 //              and accumulators already defined, and wait for it (wait_group 0) before leaving the
 //              branch that issued it, so ptxas does not serialize them; cp.async and st.shared
@@ -99,7 +109,7 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_MASKED_ROW_ZERO) || \
     !defined(KA_QTOK) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) || !defined(KA_ORDER) || \
-    !defined(KA_PERSIST) || !defined(KA_MMA)
+    !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_SAHEAD)
 #error "mla_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
@@ -150,9 +160,13 @@ constexpr bool WG3 = MMA && W == 12;  // the pipelined 3-warpgroup schedule
 // a multiple of 8), which the setmaxnreg split of tile_wgmma3 redistributes; the host checks that
 // the kernel was compiled to exactly this many (with fewer, setmaxnreg.inc would wait forever).
 constexpr int REGS_LAUNCH = 168;
-// After the stages: WARPS 8: Q [64 x DQ] | P bf16 [64 x T]; WARPS 12: the kpe part of Q [64 x DP]
-// (the ckv part lives in registers, P in the kpe block of its tile's stage).
-constexpr int WG_ALPHA_OFF = STAGES * WG_STAGE_BYTES + (WG3 ? M * 2 * DP : WG_Q_BYTES + WG_P_BYTES);
+// After the stages: WARPS 8: Q [64 x DQ] | P bf16 [64 x T]; WARPS 12: Q's tail, the kpe part of Q
+// [64 x DP] after the last QTAIL_CKV ckv dims (the rest lives in registers, P in the kpe block of its
+// tile's stage).
+// WARPS 12, SAHEAD 1: the last QTAIL_CKV ckv dims of Q stay in shared memory too, beside the kpe part
+// (16 registers fewer per thread of warpgroup 0 for its second S accumulator set).
+constexpr int QTAIL_CKV = WG3 && KA_SAHEAD ? 64 : 0;
+constexpr int WG_ALPHA_OFF = STAGES * WG_STAGE_BYTES + (WG3 ? M * 2 * (QTAIL_CKV + DP) : WG_Q_BYTES + WG_P_BYTES);
 constexpr int WG_ROWSTAT_BYTES = M * 4 * (WG3 ? 3 : 2);  // alpha (WARPS 12: two buffers), 1/l
 constexpr int WG_SMEM_BYTES = WG_ALPHA_OFF + WG_ROWSTAT_BYTES + (KA_ORDER == 2 ? MAXB_SORT_W * 4 : 0) + 1024;
 constexpr int KERNEL_SMEM = MMA ? WG_SMEM_BYTES : SMEM_BYTES;
@@ -859,11 +873,14 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
 //   B(t)  S(t) done; P(t-1) and alpha(t-1) written.  wg0: softmax(t), P(t) and alpha(t) to shared
 //         memory.  wg1-2: O = O alpha(t-1) + P(t-1) V(t-1) on the tensor cores meanwhile; then wait
 //         for tile t+1.
+// SAHEAD 1 folds the two barriers into one, Y(t), and issues S(t+1) right after it, before the
+// softmax of t (see KA_SAHEAD); the O warpgroups' side is the same with one barrier.
 __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem, int k0, int kl, int delta, int i0,
                                             int nq, int kv_hi, int ntiles, int nomask, int64_t row0) {
   constexpr int NB = DC / 2;        // O dims per O warpgroup (one wgmma N)
-  constexpr int KSC = DC / 16;      // S k-steps over the ckv dims (A from registers)
-  constexpr int KSP = DP / 16;      // over the kpe dims (A from shared memory)
+  constexpr int KSC = (DC - QTAIL_CKV) / 16;  // S k-steps with A (Q's ckv dims) from registers
+  constexpr int KSP = (QTAIL_CKV + DP) / 16;  // with A from shared memory (Q's tail)
+  constexpr int QCH = (DC - QTAIL_CKV) / 8;   // 16-byte chunks of a Q row held in registers
   constexpr int NTT = T / 8;        // S n8 blocks
   constexpr int KT = T / 16;        // P·V k-steps
   constexpr int KCH = CPR;          // 16-byte chunks per row
@@ -873,11 +890,13 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
   constexpr int AH = STAGES - 2;    // tiles whose loads are in flight ahead of the one computed
   // Registers per thread: REGS_LAUNCH at launch; warpgroup 0 (Q fragments, S) takes 184, the O
   // warpgroups 160 (184 + 2 x 160 = 3 x 168).
+  constexpr bool SA = KA_SAHEAD;    // S one tile ahead (see KA_SAHEAD)
+  static_assert(!SA || STAGES >= 4, "SAHEAD=1: STAGES >= 4");
   constexpr int REGS_S = 184, REGS_O = 160;
   static_assert(REGS_S + 2 * REGS_O == 3 * REGS_LAUNCH, "setmaxnreg split");
   unsigned char* const stages = smem;
-  unsigned char* const qpe_smem = stages + STAGES * WG_STAGE_BYTES;
-  float* const alpha_smem = reinterpret_cast<float*>(qpe_smem + M * 2 * DP);
+  unsigned char* const qpe_smem = stages + STAGES * WG_STAGE_BYTES;  // Q's tail
+  float* const alpha_smem = reinterpret_cast<float*>(qpe_smem + M * 2 * (QTAIL_CKV + DP));
   float* const inv_smem = alpha_smem + 2 * M;  // after two alpha buffers
   const int tid = threadIdx.x, lane = tid & 31;
   const int wg = tid >> 7;
@@ -906,7 +925,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
       const bool ok = r / H < nq;
       const int64_t qrow = ok ? row0 + r : 0;
       const uint16_t* src = col < KCC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - KCC) * 8;
-      const uint32_t dst = col < KCC ? smem_u32(qs + sw_off(r, col, M)) : smem_u32(qpe_smem + sw_off(r, col - KCC, M));
+      const uint32_t dst = col < QCH ? smem_u32(qs + sw_off(r, col, M)) : smem_u32(qpe_smem + sw_off(r, col - QCH, M));
       cp_async_16(dst, src, ok ? 16 : 0);
     }
     if (wg > 0) issue(0, 0);
@@ -917,7 +936,9 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
         if (u < ntiles) issue(u, u);
         cp_async_commit();
       }
-      cp_async_wait_n<AH - 1>();  // Q and tile 0
+      // Q and tile 0 (SAHEAD: and tile 1)
+      if constexpr (SA) cp_async_wait_n<AH - 2>();
+      else cp_async_wait_n<AH - 1>();
     } else {
       cp_async_wait_n<0>();
     }
@@ -940,32 +961,27 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
     // The last key rows r0 and r1 see (one token: r0 % 16 < 8), and below kv_len.
     const int lim = imin(i0 + r0 / H + delta, kl - 1);
     const uint64_t dqp = sw128_desc(smem_u32(qpe_smem), 16);
-    for (int t = 0; t <= ntiles; ++t) {
-      cta_bar();  // A(t)
-      float s[NTT][4];
-      if (t < ntiles) {
-        const uint32_t ks = smem_u32(stages + (t % STAGES) * WG_STAGE_BYTES);
+    // S(t) = Q K(t)^T into acc, issued and committed (not waited for).
+    auto issue_s = [&](float(&acc)[NTT][4], int t) {
+      const uint32_t ks = smem_u32(stages + (t % STAGES) * WG_STAGE_BYTES);
 #pragma unroll
-        for (int j = 0; j < NTT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-        const uint64_t dk0 = sw128_desc(ks, 16);
-        wgmma_fence();
+      for (int j = 0; j < NTT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+      const uint64_t dk0 = sw128_desc(ks, 16);
+      wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < KSC; ++kk)
-          wgmma_rs<T>(s, qf[kk], dk0 + static_cast<uint64_t>(((kk >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+      for (int kk = 0; kk < KSC; ++kk)
+        wgmma_rs<T>(acc, qf[kk], dk0 + static_cast<uint64_t>(((kk >> 2) * T * 128 + (kk & 3) * 32) >> 4));
 #pragma unroll
-        for (int kk = 0; kk < KSP; ++kk)
-          wgmma_ss<T>(s, dqp + static_cast<uint64_t>(((kk >> 2) * M * 128 + (kk & 3) * 32) >> 4),
-                      dk0 + static_cast<uint64_t>((((KSC + kk) >> 2) * T * 128 + (kk & 3) * 32) >> 4));
-        wgmma_commit();
-        wgmma_wait_n<0>();
-        fence_operands(s);
-      }
-      cta_bar();  // B(t)
-      if (t == ntiles) break;
-      // ── softmax(t) in base 2 (mask on diagonal tiles only). P(t) into the kpe block of tile t's
-      // stage (S(t) was its last reader; P V(t-1) reads the previous stage), K-major rows of PROW
-      // bytes, chunk j of row r at (j ^ swizzle(r)); the rescale factors into alpha buffer t%2 (P
-      // V(t-1) reads the other one). ──
+      for (int kk = 0; kk < KSP; ++kk)
+        wgmma_ss<T>(acc, dqp + static_cast<uint64_t>(((kk >> 2) * M * 128 + (kk & 3) * 32) >> 4),
+                    dk0 + static_cast<uint64_t>((((KSC + kk) >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+      wgmma_commit();
+    };
+    // ── softmax(t) in base 2 (mask on diagonal tiles only). P(t) into the kpe block of tile t's
+    // stage (S(t) was its last reader; P V(t-1) reads the previous stage), K-major rows of PROW
+    // bytes, chunk j of row r at (j ^ swizzle(r)); the rescale factors into alpha buffer t%2 (P
+    // V(t-1) reads the other one). ──
+    auto softmax_p = [&](float(&s)[NTT][4], int t) {
       unsigned char* const pb = stages + (t % STAGES) * WG_STAGE_BYTES + PBLK * T * 128;
       auto p_off = [](int r, int j) {
         const int a = r * PROW + j * 16;
@@ -982,7 +998,42 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
         alpha_smem[(t & 1) * M + r0] = a0;
         alpha_smem[(t & 1) * M + r1] = a1;
       }
-      fence_proxy_async();  // P, before warpgroups 1-2's wgmma reads it
+    };
+    if constexpr (SA) {
+      // S(0) before the loop; at Y(t) S(t+1) goes to the tensor cores (for the last tile too: its
+      // result is dropped, and the stage it reads is not being refilled) while the softmax of t runs.
+      float s[NTT][4];
+      issue_s(s, 0);
+      wgmma_wait_n<0>();
+      fence_operands(s);
+      for (int t = 0; t < ntiles; ++t) {
+        cta_bar();  // Y(t)
+        float sn[NTT][4];
+        issue_s(sn, t + 1);
+        softmax_p(s, t);
+        wgmma_wait_n<0>();
+        fence_operands(sn);
+#pragma unroll
+        for (int j = 0; j < NTT; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[j][e] = sn[j][e];
+        fence_proxy_async();  // P(t), before warpgroups 1-2's wgmma reads it
+      }
+      cta_bar();  // Y(ntiles)
+    } else {
+      for (int t = 0; t <= ntiles; ++t) {
+        cta_bar();  // A(t)
+        float s[NTT][4];
+        if (t < ntiles) {
+          issue_s(s, t);
+          wgmma_wait_n<0>();
+          fence_operands(s);
+        }
+        cta_bar();  // B(t)
+        if (t == ntiles) break;
+        softmax_p(s, t);
+        fence_proxy_async();  // P, before warpgroups 1-2's wgmma reads it
+      }
     }
     // ── epilogue: 1/l and the lse per row ──
     row_stats(p, st, inv_smem, row0, nq, r0, lane);
@@ -995,10 +1046,10 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
 #pragma unroll
     for (int n = 0; n < NB / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     for (int t = 0; t <= ntiles; ++t) {
-      cta_bar();  // A(t)
+      cta_bar();  // A(t) (SAHEAD: Y(t))
       if (t + AH < ntiles) issue((t + AH) % STAGES, t + AH);  // the stage of tile t-2
       cp_async_commit();
-      cta_bar();  // B(t)
+      if constexpr (!SA) cta_bar();  // B(t)
       if (t > 0) {
         const unsigned char* vs = stages + ((t - 1) % STAGES) * WG_STAGE_BYTES;
         rescale_o(o, alpha_smem[((t - 1) & 1) * M + r0], alpha_smem[((t - 1) & 1) * M + r1]);
@@ -1013,7 +1064,9 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
         wgmma_wait_n<0>();
         fence_operands(o);
       }
-      cp_async_wait_n<AH - 1>();  // tile t+1 landed
+      // tile t+1 landed (SAHEAD: tile t+2, which S(t+2) reads after Y(t+1))
+      if constexpr (SA) cp_async_wait_n<AH - 2>();
+      else cp_async_wait_n<AH - 1>();
       fence_proxy_async();
     }
     cta_bar();  // 1/l ready
