@@ -2,14 +2,22 @@
 """Summary of attention self-test rows (bench/attention_selftest.py --jsonl) from two or more family
 sources (--families), e.g. bench/h200_prefill_ab.sh's: per (problem, workload) the time and TFLOP/s
 (prefill) or TB/s (decode) of every (point, source), and per point the geomean time ratio of each
-source against the first source that ran it on the same workloads.
+source against the first source that ran it on the same workloads. A knob that only some sources
+have (added since) counts at 0 as the same point as the older sources' without it (knobs are added
+with 0 meaning the old behaviour), e.g. QREG0 in the new source against no QREG in the old.
 
   python3 bench/ab_summary.py ROWS.jsonl [ROWS2.jsonl ...]
 """
 import collections
 import json
 import math
+import re
 import sys
+
+
+def parse_knobs(k):
+    """'KV_TILE64_MMA1_WS1' -> {'KV_TILE': 64, 'MMA': 1, 'WS': 1} (self-test's knobs_str)."""
+    return {n: int(v) for n, v in re.findall(r"([A-Z][A-Z_]*?)(\d+)(?:_|$)", k)}
 
 
 def main():
@@ -38,6 +46,19 @@ def main():
                     rate = f"{r['tflops']} TFLOP/s" if "tflops" in r else f"{r.get('tb_s')} TB/s"
                     cells.append(f"{s}: {r['us']} us {rate}")
             print(f"  {k}: " + " | ".join(cells))
+    # Comparison key: the knobs every source of the family has; a point whose other knobs are not
+    # all 0 is compared only with itself.
+    names = collections.defaultdict(dict)  # family -> source -> knob names
+    for r in rows:
+        names[r.get("family")].setdefault(r.get("source", "families"), set()).update(parse_knobs(r["knobs"]))
+    key_of = {}
+    for r in rows:
+        common = set.intersection(*names[r.get("family")].values())
+        kn = parse_knobs(r["knobs"])
+        extra = {n: v for n, v in kn.items() if n not in common}
+        key_of[r["knobs"]] = (r["knobs"] if any(extra.values()) else
+                              "_".join(f"{n}{kn[n]}" for n in sorted(common)))
+    t = {(p, c, key_of[k], s): r for (p, c, k, s), r in t.items()}
     print("geomean time ratio against the first source that ran the point (< 1: faster):")
     for k in sorted({kk for (_, _, kk, _) in t}):
         base = next((s for s in sources if any(kk == k and ss == s for (_, _, kk, ss) in t)), None)

@@ -708,6 +708,33 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
   }
 }
 
+// One K/V tile (keys j0 .. j0+T-1 of the sequence, zero-filled from kv_hi on) gathered into a stage
+// in the 128-byte swizzle layout, by loader thread lt of LT: LT / T threads per key row, each
+// copying every (LT / T)-th 16-byte chunk of it, so a thread reads its row's page index once and
+// its copies differ by constant offsets (a chunk-per-iteration loop paid an index load, a division
+// and the address arithmetic per 16 bytes, and ncu found the ALU the busiest pipe).
+template <int LT>
+__device__ __forceinline__ void gather_tile(const Params& p, unsigned char* ks, int j0, int kv_hi, int k0, int lt) {
+  constexpr int TPRL = LT / T;   // threads per row
+  constexpr int CH = CPR / TPRL;  // chunks per thread
+  static_assert(LT % T == 0 && 8 % TPRL == 0 && CPC % 8 == 0 && (CPR - CPC) % TPRL == 0, "gather mapping");
+  const int row = lt / TPRL, sub = lt % TPRL;
+  const int j = j0 + row;
+  const bool ok = j < kv_hi;
+  const int page = ok ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : 0;
+  const uint16_t* const ckv = p.ckv + static_cast<int64_t>(page) * DC + sub * 8;
+  const uint16_t* const kpe = p.kpe + static_cast<int64_t>(page) * DP + sub * 8;
+  const uint32_t base = smem_u32(ks) + row * 128;
+  const int r7 = row & 7, sz = ok ? 16 : 0;
+#pragma unroll
+  for (int k = 0; k < CH; ++k) {
+    const int c0 = TPRL * k;  // this thread's chunk is c0 + sub (same 8-chunk block as c0)
+    const uint32_t dst = base + (c0 >> 3) * T * 128 + ((((c0 & 7) + sub) ^ r7) << 4);
+    cp_async_16(dst, c0 < CPC ? ckv + c0 * 8 : kpe + (c0 - CPC) * 8, sz);
+  }
+}
+
+
 #if KA_MMA && KA_WARPS == 8
 // One query tile on the wgmma path (KA_MMA 1; the header's "KA_MMA" describes the schedule).
 // Warpgroup 0 (threads 0-127): S = Q K^T over all DQ dims, the softmax, P to shared memory and O
@@ -732,19 +759,8 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
   const int r0 = ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8;  // this thread's rows
   const int cq = 2 * (lane & 3);
 
-  // ── loads (warpgroup 1): chunk c of a tile = row c / KCH, column c % KCH ([ckv | kpe]) ──
-  auto issue = [&](int stage, int t) {
-    unsigned char* ks = stages + stage * WG_STAGE_BYTES;
-    for (int c = wt; c < T * KCH; c += 128) {
-      const int row = c / KCH, col = c % KCH;
-      const int j = t * T + row;
-      const bool ok = j < kv_hi;
-      const int page = ok ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : 0;
-      const uint16_t* src = col < KCC ? p.ckv + static_cast<int64_t>(page) * DC + col * 8
-                                      : p.kpe + static_cast<int64_t>(page) * DP + (col - KCC) * 8;
-      cp_async_16(smem_u32(ks + sw_off(row, col, T)), src, ok ? 16 : 0);
-    }
-  };
+  // ── loads (warpgroup 1) ──
+  auto issue = [&](int stage, int t) { gather_tile<128>(p, stages + stage * WG_STAGE_BYTES, t * T, kv_hi, k0, wt); };
   // Q (all threads; rows past the tile's tokens are zero-filled).
   for (int c = tid; c < M * KCH; c += NT) {
     const int r = c / KCH, col = c % KCH;
@@ -903,19 +919,8 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
   const int r0 = ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8;  // this thread's rows
   const int cq = 2 * (lane & 3);
 
-  // ── loads (warpgroups 1-2, 256 threads): chunk c of a tile = row c / KCH, column c % KCH ──
-  auto issue = [&](int stage, int t) {
-    unsigned char* ks = stages + stage * WG_STAGE_BYTES;
-    for (int c = tid - 128; c < T * KCH; c += 256) {
-      const int row = c / KCH, col = c % KCH;
-      const int j = t * T + row;
-      const bool ok = j < kv_hi;
-      const int page = ok ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : 0;
-      const uint16_t* src = col < KCC ? p.ckv + static_cast<int64_t>(page) * DC + col * 8
-                                      : p.kpe + static_cast<int64_t>(page) * DP + (col - KCC) * 8;
-      cp_async_16(smem_u32(ks + sw_off(row, col, T)), src, ok ? 16 : 0);
-    }
-  };
+  // ── loads (warpgroups 1-2, 256 threads) ──
+  auto issue = [&](int stage, int t) { gather_tile<256>(p, stages + stage * WG_STAGE_BYTES, t * T, kv_hi, k0, tid - 128); };
   // Q: the ckv part into the last two stages (staging for warpgroup 0's registers), the kpe part into
   // its own block; rows past the tile's tokens are zero-filled. Tiles 0 .. AH-1 into their stages.
   {
