@@ -772,13 +772,21 @@ TEST(FamiliesDev, MlaDecodeWgmmaCompilesWithNvcc) {
 // schedules: 2 warpgroups on 64-key tiles in 2 stages (Q stays in shared memory, so a third 72 KB
 // stage does not fit), and 3 warpgroups on 32-key tiles in 3-6 stages, not persistent (Q's ckv part
 // in registers; 64-key tiles and the persistent loop spill there); QTOK 4 (64 rows, one wgmma M).
+// SAHEAD=1 (S one tile ahead) only on the 3-warpgroup schedule with 4 or 5 stages (its extra 8 KB
+// of Q in shared memory leaves no room for 6).
 TEST(FamiliesDev, MlaPrefillMmaPoints) {
   const char* name = "019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1";
   if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
   const Problem p = load_problem(dev_problem(name));
   const Family& f = shipped("mla_prefill_cuda");
-  size_t wg2 = 0, wg3 = 0, sync = 0;
+  size_t wg2 = 0, wg3 = 0, sync = 0, ahead = 0;
   for (const auto& k : f.space(p)) {
+    if (k.at("SAHEAD") == 1) {
+      ++ahead;
+      EXPECT_EQ(k.at("WARPS"), 12) << knobs_str(k);
+      EXPECT_GE(k.at("STAGES"), 4) << knobs_str(k);
+      EXPECT_LE(k.at("STAGES"), 5) << knobs_str(k);
+    }
     if (k.at("MMA") == 0) {
       EXPECT_LE(k.at("WARPS"), 8) << knobs_str(k);
       EXPECT_LE(k.at("STAGES"), 3) << knobs_str(k);
@@ -800,8 +808,9 @@ TEST(FamiliesDev, MlaPrefillMmaPoints) {
   }
   EXPECT_EQ(sync, 72u);  // the mma.sync space as it was before the knob
   EXPECT_EQ(wg2, 6u);    // ORDER x PERSIST
-  EXPECT_EQ(wg3, 12u);   // STAGES 3-6 x ORDER
-  Knobs k{{"QTOK", 4}, {"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"PERSIST", 1}, {"MMA", 1}};
+  EXPECT_EQ(wg3, 18u);   // STAGES 3-6 x ORDER, and SAHEAD=1 at STAGES 4-5 x ORDER
+  EXPECT_EQ(ahead, 6u);
+  Knobs k{{"QTOK", 4}, {"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"PERSIST", 1}, {"MMA", 1}, {"SAHEAD", 0}};
   EXPECT_TRUE(f.valid(k, p));
   k["STAGES"] = 3;
   EXPECT_FALSE(f.valid(k, p));  // Q + 3 x 72 KB stages do not fit
@@ -811,8 +820,15 @@ TEST(FamiliesDev, MlaPrefillMmaPoints) {
   k["QTOK"] = 4;
   k["MMA"] = 0;
   EXPECT_FALSE(f.valid(k, p));  // the mma.sync path's shared memory (fp32 S tile) does not fit here
-  k = {{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 6}, {"ORDER", 2}, {"PERSIST", 0}, {"MMA", 1}};
+  k = {{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 6}, {"ORDER", 2}, {"PERSIST", 0}, {"MMA", 1}, {"SAHEAD", 0}};
   EXPECT_TRUE(f.valid(k, p));
+  k["SAHEAD"] = 1;
+  EXPECT_FALSE(f.valid(k, p));  // 6 stages and Q's shared-memory tail do not fit
+  k["STAGES"] = 3;
+  EXPECT_FALSE(f.valid(k, p));  // three stages are busy at once: no load lead left
+  k["STAGES"] = 4;
+  EXPECT_TRUE(f.valid(k, p));
+  k["SAHEAD"] = 0;
   k["STAGES"] = 2;
   EXPECT_FALSE(f.valid(k, p));  // Q's ckv part is staged in the last two stages
   k["STAGES"] = 3;
@@ -826,7 +842,7 @@ TEST(FamiliesDev, MlaPrefillMmaPoints) {
   EXPECT_FALSE(f.valid(k, p));  // 12 warps is a wgmma-path value
 }
 
-// Three wgmma points of mla_prefill_cuda (both schedules) compile for sm_90a with the judge's nvcc
+// Four wgmma points of mla_prefill_cuda (both schedules, SAHEAD 0 and 1) compile for sm_90a with the judge's nvcc
 // flags without spills or ptxas performance warnings (serialized wgmma, ignored setmaxnreg, injected
 // warpgroup.arrive), the 3-warpgroup ones at the 168 registers its setmaxnreg split assumes, and an
 // MMA=1 point still compiles for sm_80 (its device code traps there).
@@ -837,13 +853,15 @@ TEST(FamiliesDev, MlaPrefillWgmmaCompilesWithNvcc) {
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   const Family& f = shipped("mla_prefill_cuda");
   const std::vector<std::pair<Knobs, std::string>> cases{
-      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 6}, {"ORDER", 2}, {"PERSIST", 0}, {"MMA", 1}},
+      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 6}, {"ORDER", 2}, {"PERSIST", 0}, {"MMA", 1}, {"SAHEAD", 0}},
        "-gencode=arch=compute_90a,code=sm_90a"},
-      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 3}, {"ORDER", 0}, {"PERSIST", 0}, {"MMA", 1}},
+      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 3}, {"ORDER", 0}, {"PERSIST", 0}, {"MMA", 1}, {"SAHEAD", 0}},
        "-gencode=arch=compute_90a,code=sm_90a"},
-      {{{"QTOK", 4}, {"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"PERSIST", 1}, {"MMA", 1}},
+      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 4}, {"ORDER", 2}, {"PERSIST", 0}, {"MMA", 1}, {"SAHEAD", 1}},
        "-gencode=arch=compute_90a,code=sm_90a"},
-      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 4}, {"ORDER", 1}, {"PERSIST", 0}, {"MMA", 1}},
+      {{{"QTOK", 4}, {"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"PERSIST", 1}, {"MMA", 1}, {"SAHEAD", 0}},
+       "-gencode=arch=compute_90a,code=sm_90a"},
+      {{{"QTOK", 4}, {"WARPS", 12}, {"KV_TILE", 32}, {"STAGES", 4}, {"ORDER", 1}, {"PERSIST", 0}, {"MMA", 1}, {"SAHEAD", 1}},
        "-gencode=arch=compute_80,code=sm_80"},
   };
   for (const auto& [k, arch] : cases) {
