@@ -712,18 +712,23 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
 // in the 128-byte swizzle layout, by loader thread lt of LT: LT / T threads per key row, each
 // copying every (LT / T)-th 16-byte chunk of it, so a thread reads its row's page index once and
 // its copies differ by constant offsets (a chunk-per-iteration loop paid an index load, a division
-// and the address arithmetic per 16 bytes, and ncu found the ALU the busiest pipe).
+// and the address arithmetic per 16 bytes, and ncu found the ALU the busiest pipe). tile_page reads
+// the page of the thread's row (-1 past kv_hi), so that a loop can read the next tile's pages a
+// tile ahead and gather_tile issue the copies without waiting for that load.
 template <int LT>
-__device__ __forceinline__ void gather_tile(const Params& p, unsigned char* ks, int j0, int kv_hi, int k0, int lt) {
+__device__ __forceinline__ int tile_page(const Params& p, int j0, int kv_hi, int k0, int lt) {
+  const int j = j0 + lt / (LT / T);
+  return j < kv_hi ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : -1;
+}
+template <int LT>
+__device__ __forceinline__ void gather_tile(const Params& p, unsigned char* ks, int page, int lt) {
   constexpr int TPRL = LT / T;   // threads per row
   constexpr int CH = CPR / TPRL;  // chunks per thread
   static_assert(LT % T == 0 && 8 % TPRL == 0 && CPC % 8 == 0 && (CPR - CPC) % TPRL == 0, "gather mapping");
   const int row = lt / TPRL, sub = lt % TPRL;
-  const int j = j0 + row;
-  const bool ok = j < kv_hi;
-  const int page = ok ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : 0;
-  const uint16_t* const ckv = p.ckv + static_cast<int64_t>(page) * DC + sub * 8;
-  const uint16_t* const kpe = p.kpe + static_cast<int64_t>(page) * DP + sub * 8;
+  const bool ok = page >= 0;
+  const uint16_t* const ckv = p.ckv + static_cast<int64_t>(ok ? page : 0) * DC + sub * 8;
+  const uint16_t* const kpe = p.kpe + static_cast<int64_t>(ok ? page : 0) * DP + sub * 8;
   const uint32_t base = smem_u32(ks) + row * 128;
   const int r7 = row & 7, sz = ok ? 16 : 0;
 #pragma unroll
@@ -760,7 +765,9 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
   const int cq = 2 * (lane & 3);
 
   // ── loads (warpgroup 1) ──
-  auto issue = [&](int stage, int t) { gather_tile<128>(p, stages + stage * WG_STAGE_BYTES, t * T, kv_hi, k0, wt); };
+  auto page_of = [&](int t) { return tile_page<128>(p, t * T, kv_hi, k0, wt); };
+  auto gather = [&](int stage, int page) { gather_tile<128>(p, stages + stage * WG_STAGE_BYTES, page, wt); };
+  auto issue = [&](int stage, int t) { gather(stage, page_of(t)); };
   // Q (all threads; rows past the tile's tokens are zero-filled).
   for (int c = tid; c < M * KCH; c += NT) {
     const int r = c / KCH, col = c % KCH;
@@ -786,6 +793,7 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
   Rows st{kNegInf, kNegInf, 0.f, 0.f};
   const int lim0 = imin(i0 + r0 / H + delta, kl - 1), lim1 = imin(i0 + r1 / H + delta, kl - 1);  // last keys r0, r1 see
   const uint32_t q_base = smem_u32(q_smem), p_base = smem_u32(p_smem);
+  int next_page = wg == 1 ? page_of(STAGES - 1) : -1;  // warpgroup 1: the pages it gathers next
 
   for (int t = 0; t < ntiles; ++t) {
     // Tile t (and Q) landed and visible to the async proxy; every warpgroup is done with tile t-1,
@@ -799,8 +807,9 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
     float a0 = 1.f, a1 = 1.f;  // the rows' rescale factors
     if (wg == 1) {
       const int u = t + STAGES - 1;  // into the stage of tile t-1
-      if (u < ntiles) issue(u % STAGES, u);
+      if (u < ntiles) gather(u % STAGES, next_page);
       cp_async_commit();
+      next_page = page_of(u + 1);  // read a tile ahead
     } else {
       // ── S = Q K^T: k-step kk reads 16 columns, column block kk/4, 32 bytes kk%4 into its rows ──
       float s[NTT][4];
@@ -920,7 +929,9 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
   const int cq = 2 * (lane & 3);
 
   // ── loads (warpgroups 1-2, 256 threads) ──
-  auto issue = [&](int stage, int t) { gather_tile<256>(p, stages + stage * WG_STAGE_BYTES, t * T, kv_hi, k0, tid - 128); };
+  auto page_of = [&](int t) { return tile_page<256>(p, t * T, kv_hi, k0, tid - 128); };
+  auto gather = [&](int stage, int page) { gather_tile<256>(p, stages + stage * WG_STAGE_BYTES, page, tid - 128); };
+  auto issue = [&](int stage, int t) { gather(stage, page_of(t)); };
   // Q: the ckv part into the last two stages (staging for warpgroup 0's registers), the kpe part into
   // its own block; rows past the tile's tokens are zero-filled. Tiles 0 .. AH-1 into their stages.
   {
@@ -1050,10 +1061,12 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
     float o[NB / 8][4];
 #pragma unroll
     for (int n = 0; n < NB / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    int next_page = page_of(AH);  // the pages of the tile to gather next, read a tile ahead
     for (int t = 0; t <= ntiles; ++t) {
       cta_bar();  // A(t) (SAHEAD: Y(t))
-      if (t + AH < ntiles) issue((t + AH) % STAGES, t + AH);  // the stage of tile t-2
+      if (t + AH < ntiles) gather((t + AH) % STAGES, next_page);  // the stage of tile t-2
       cp_async_commit();
+      next_page = page_of(t + AH + 1);
       if constexpr (!SA) cta_bar();  // B(t)
       if (t > 0) {
         const unsigned char* vs = stages + ((t - 1) % STAGES) * WG_STAGE_BYTES;
