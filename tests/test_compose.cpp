@@ -106,6 +106,27 @@ TEST(Compose, GainsBelowTheThresholdKeepTheIncumbent) {
   EXPECT_EQ(plan_pieces(c, 0).pieces.front().first, "inc");
 }
 
+// A part that wins only on the largest values is judged even though the geomean over all of them
+// moves by less than min_gain; a one-piece plan, or an estimate that is no better, is not.
+TEST(Compose, APlanIsJudgedWhenItHasTwoPartsAndABetterEstimate) {
+  std::map<int64_t, std::vector<double>> inc, big;
+  for (int64_t v = 1; v <= 15; ++v) {
+    inc[v] = {10.0 * v};
+    big[v] = {v >= 14 ? 9.0 * v : 10.5 * v};  // 10% faster on the two largest, slower elsewhere
+  }
+  std::vector<AxisTimes> c{{"inc", inc}, {"big", big}};
+  PiecePlan plan = plan_pieces(c, 0, 0.02);
+  ASSERT_EQ(plan.pieces.size(), 2u);
+  EXPECT_EQ(plan.pieces[1].first, "big");
+  double g = 0;
+  for (int64_t v = 1; v <= 15; ++v) g += std::log(10.0 * v);
+  const double inc_geo = std::exp(g / 15);
+  EXPECT_GT(plan.estimated_geomean_us, inc_geo * 0.98);  // under 2% better overall
+  EXPECT_TRUE(plan_worth_judging(plan, inc_geo));
+  EXPECT_FALSE(plan_worth_judging(plan, plan.estimated_geomean_us));
+  EXPECT_FALSE(plan_worth_judging(plan_pieces({c[0]}, 0), inc_geo));
+}
+
 TEST(Compose, AtMostMaxPartsTheSmallestGainDropped) {
   // a gains a lot at 1, b a little at 10, c a lot at 100; with two parts only inc and one other
   // (the larger gain) remain, and b's value goes back to the incumbent.

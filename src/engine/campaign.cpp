@@ -735,7 +735,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
         const size_t ai = best_axis_plan(plans, distinct);
         const PiecePlan& plan = plans[ai];
         const DispatchAxis& dax = daxes[ai];
-        if (plan.pieces.size() >= 2 && plan.estimated_geomean_us < best * (1 - opt.compose_gain)) {
+        if (plan_worth_judging(plan, best)) {
           std::vector<Piece> pieces;
           json parts = json::array();
           std::string ids;

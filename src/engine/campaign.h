@@ -45,9 +45,9 @@ struct CampaignOptions {
   // Piecewise composition (families/compose.h): on a problem with one var axis and a budget of at
   // least 4, the agents spend budget − 1 candidates and the last one is kept for a piecewise
   // candidate: the incumbent with the candidates that beat it by at least compose_gain on some axis
-  // values (at most compose_parts distinct parts), judged when its estimate (each value's best
-  // measured time) beats the incumbent's geomean by compose_gain; it becomes the incumbent only if
-  // its own measurement does. When none is judged, the kept candidate goes back to the agents.
+  // values (at most compose_parts distinct parts), judged when it has two parts or more and its
+  // estimate (each value's best measured time) is below the incumbent's geomean
+  // (plan_worth_judging); it becomes the incumbent only if its own measurement beats it. When none is judged, the kept candidate goes back to the agents.
   // false: the agents spend the whole budget.
   bool compose = true;
   double compose_gain = 0.02;

@@ -217,6 +217,10 @@ PiecePlan plan_pieces(const std::vector<AxisTimes>& cands, size_t incumbent, dou
   return plan;
 }
 
+bool plan_worth_judging(const PiecePlan& plan, double incumbent_geomean_us) {
+  return plan.pieces.size() >= 2 && plan.estimated_geomean_us < incumbent_geomean_us;
+}
+
 size_t best_axis_plan(const std::vector<PiecePlan>& plans, const std::vector<size_t>& distinct) {
   size_t best = 0;
   for (size_t i = 1; i < plans.size(); ++i) {
