@@ -709,33 +709,45 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
 }
 
 // One K/V tile (keys j0 .. j0+T-1 of the sequence, zero-filled from kv_hi on) gathered into a stage
-// in the 128-byte swizzle layout, by loader thread lt of LT: LT / T threads per key row, each
-// copying every (LT / T)-th 16-byte chunk of it, so a thread reads its row's page index once and
-// its copies differ by constant offsets (a chunk-per-iteration loop paid an index load, a division
-// and the address arithmetic per 16 bytes, and ncu found the ALU the busiest pipe). tile_page reads
-// the page of the thread's row (-1 past kv_hi), so that a loop can read the next tile's pages a
-// tile ahead and gather_tile issue the copies without waiting for that load.
+// in the 128-byte swizzle layout by LT loader threads: eight threads per 128-byte line (thread lt
+// copies 16-byte chunk lt % 8 of every 128-byte block of rows lt / 8 + (LT / 8) i), so a warp's copy
+// covers four whole lines, a thread reads each of its rows' page index once, and its copies differ
+// by constant offsets (a chunk-per-iteration loop paid an index load, a division and the address
+// arithmetic per 16 bytes, and ncu found the ALU the busiest pipe). tile_pages reads the pages of
+// the thread's rows (-1 past kv_hi), so that a loop can read the next tile's pages a tile ahead and
+// gather_tile issue the copies without waiting for those loads.
 template <int LT>
-__device__ __forceinline__ int tile_page(const Params& p, int j0, int kv_hi, int k0, int lt) {
-  const int j = j0 + lt / (LT / T);
-  return j < kv_hi ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : -1;
+struct TilePages {
+  static constexpr int R = T * 8 / LT;  // rows per thread
+  int v[R];
+};
+template <int LT>
+__device__ __forceinline__ TilePages<LT> tile_pages(const Params& p, int j0, int kv_hi, int k0, int lt) {
+  static_assert(LT % 8 == 0 && (T * 8) % LT == 0 && (LT / 8) % 8 == 0, "gather mapping");
+  TilePages<LT> pg;
+#pragma unroll
+  for (int i = 0; i < TilePages<LT>::R; ++i) {
+    const int j = j0 + lt / 8 + (LT / 8) * i;
+    pg.v[i] = j < kv_hi ? imin(imax(__ldg(p.indices + k0 + j), 0), p.num_rows - 1) : -1;
+  }
+  return pg;
 }
 template <int LT>
-__device__ __forceinline__ void gather_tile(const Params& p, unsigned char* ks, int page, int lt) {
-  constexpr int TPRL = LT / T;   // threads per row
-  constexpr int CH = CPR / TPRL;  // chunks per thread
-  static_assert(LT % T == 0 && 8 % TPRL == 0 && CPC % 8 == 0 && (CPR - CPC) % TPRL == 0, "gather mapping");
-  const int row = lt / TPRL, sub = lt % TPRL;
-  const bool ok = page >= 0;
-  const uint16_t* const ckv = p.ckv + static_cast<int64_t>(ok ? page : 0) * DC + sub * 8;
-  const uint16_t* const kpe = p.kpe + static_cast<int64_t>(ok ? page : 0) * DP + sub * 8;
-  const uint32_t base = smem_u32(ks) + row * 128;
-  const int r7 = row & 7, sz = ok ? 16 : 0;
+__device__ __forceinline__ void gather_tile(const Params& p, unsigned char* ks, const TilePages<LT>& pg, int lt) {
+  static_assert(CPC % 8 == 0 && (CPR - CPC) % 8 == 0, "whole 128-byte blocks of ckv and kpe");
+  const int sub = lt % 8, row0 = lt / 8;
+  const uint32_t base = smem_u32(ks) + row0 * 128 + ((sub ^ (row0 & 7)) << 4);  // (LT / 8) % 8 == 0: same swizzle for every row
 #pragma unroll
-  for (int k = 0; k < CH; ++k) {
-    const int c0 = TPRL * k;  // this thread's chunk is c0 + sub (same 8-chunk block as c0)
-    const uint32_t dst = base + (c0 >> 3) * T * 128 + ((((c0 & 7) + sub) ^ r7) << 4);
-    cp_async_16(dst, c0 < CPC ? ckv + c0 * 8 : kpe + (c0 - CPC) * 8, sz);
+  for (int i = 0; i < TilePages<LT>::R; ++i) {
+    const int page = pg.v[i];
+    const bool ok = page >= 0;
+    const uint16_t* const ckv = p.ckv + static_cast<int64_t>(ok ? page : 0) * DC + sub * 8;
+    const uint16_t* const kpe = p.kpe + static_cast<int64_t>(ok ? page : 0) * DP + sub * 8;
+    const uint32_t dst = base + (LT / 8) * i * 128;
+    const int sz = ok ? 16 : 0;
+#pragma unroll
+    for (int b = 0; b < CPR / 8; ++b)
+      cp_async_16(dst + b * T * 128, b < CPC / 8 ? ckv + b * 64 : kpe + (b - CPC / 8) * 64, sz);
   }
 }
 
@@ -765,8 +777,8 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
   const int cq = 2 * (lane & 3);
 
   // ── loads (warpgroup 1) ──
-  auto page_of = [&](int t) { return tile_page<128>(p, t * T, kv_hi, k0, wt); };
-  auto gather = [&](int stage, int page) { gather_tile<128>(p, stages + stage * WG_STAGE_BYTES, page, wt); };
+  auto page_of = [&](int t) { return tile_pages<128>(p, t * T, kv_hi, k0, wt); };
+  auto gather = [&](int stage, const TilePages<128>& pg) { gather_tile<128>(p, stages + stage * WG_STAGE_BYTES, pg, wt); };
   auto issue = [&](int stage, int t) { gather(stage, page_of(t)); };
   // Q (all threads; rows past the tile's tokens are zero-filled).
   for (int c = tid; c < M * KCH; c += NT) {
@@ -793,7 +805,7 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
   Rows st{kNegInf, kNegInf, 0.f, 0.f};
   const int lim0 = imin(i0 + r0 / H + delta, kl - 1), lim1 = imin(i0 + r1 / H + delta, kl - 1);  // last keys r0, r1 see
   const uint32_t q_base = smem_u32(q_smem), p_base = smem_u32(p_smem);
-  int next_page = wg == 1 ? page_of(STAGES - 1) : -1;  // warpgroup 1: the pages it gathers next
+  TilePages<128> next_page = page_of(wg == 1 ? STAGES - 1 : ntiles);  // warpgroup 1: the pages it gathers next
 
   for (int t = 0; t < ntiles; ++t) {
     // Tile t (and Q) landed and visible to the async proxy; every warpgroup is done with tile t-1,
@@ -929,8 +941,8 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
   const int cq = 2 * (lane & 3);
 
   // ── loads (warpgroups 1-2, 256 threads) ──
-  auto page_of = [&](int t) { return tile_page<256>(p, t * T, kv_hi, k0, tid - 128); };
-  auto gather = [&](int stage, int page) { gather_tile<256>(p, stages + stage * WG_STAGE_BYTES, page, tid - 128); };
+  auto page_of = [&](int t) { return tile_pages<256>(p, t * T, kv_hi, k0, tid - 128); };
+  auto gather = [&](int stage, const TilePages<256>& pg) { gather_tile<256>(p, stages + stage * WG_STAGE_BYTES, pg, tid - 128); };
   auto issue = [&](int stage, int t) { gather(stage, page_of(t)); };
   // Q: the ckv part into the last two stages (staging for warpgroup 0's registers), the kpe part into
   // its own block; rows past the tile's tokens are zero-filled. Tiles 0 .. AH-1 into their stages.
@@ -1061,7 +1073,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
     float o[NB / 8][4];
 #pragma unroll
     for (int n = 0; n < NB / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    int next_page = page_of(AH);  // the pages of the tile to gather next, read a tile ahead
+    TilePages<256> next_page = page_of(AH);  // the pages of the tile to gather next, read a tile ahead
     for (int t = 0; t <= ntiles; ++t) {
       cta_bar();  // A(t) (SAHEAD: Y(t))
       if (t + AH < ntiles) gather((t + AH) % STAGES, next_page);  // the stage of tile t-2
