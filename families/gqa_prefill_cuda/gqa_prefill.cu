@@ -740,7 +740,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_prefill_kernel(Params p) {
   // ── which tile ──
   const int* ord = nullptr;
   if constexpr (KA_ORDER == 2) {
-    if (p.B <= MAXB_SORT) {
+    if (p.B > 1 && p.B <= MAXB_SORT) {  // (one sequence: the order is ORDER 1's, no index reads)
       float* cost = reinterpret_cast<float*>(qs_smem + Q_BYTES);
       int* order = reinterpret_cast<int*>(cost + MAXB_SORT);
       for (int b = tid; b < p.B; b += NT) {
@@ -1121,13 +1121,14 @@ struct Bars {
         item_empty(base + 32 * STAGES + 32), slots(reinterpret_cast<volatile int*>(base_ptr + 32 * STAGES + 48)) {}
 };
 #if KA_PERSIST == 2
-// PERSIST=2's work counter in global memory: [0] the next item to claim, [1] the CTAs done claiming.
+// PERSIST=2's work counter in global memory: [0] the items claimed past the first gridDim.x, [1] the
+// CTAs done claiming.
 // The last CTA done resets both, so every launch starts from zero (launches of one loaded candidate
 // must not overlap: the judge runs one at a time).
 __device__ int g_work[2];
 #endif
-// PERSIST=2: thread 0 of the producer warpgroup (the claimer) takes the next item with an atomicAdd
-// and publishes it in slot n%2 (mbarrier item_full, 1 arrival); every warp of both roles waits for
+// PERSIST=2: thread 0 of the producer warpgroup (the claimer) takes item blockIdx.x first, then the
+// next unclaimed one (gridDim.x + an atomicAdd on the counter) each time, and publishes it in slot n%2 (mbarrier item_full, 1 arrival); every warp of both roles waits for
 // it, reads it and releases the slot (item_empty: lane 0 of each of the W consumer and 4 producer
 // warps), so both roles walk the same items, in claim order (increasing, as the forward-only cursor
 // needs). An item at or past the end (-1, or past the last tile) ends the walk; the claimer then
@@ -1143,7 +1144,9 @@ __device__ __forceinline__ void for_each_item_dyn(const Params& p, const int* or
     const int s = n & 1;
     if (claimer) {
       if (n >= 2) mbar_wait(br.item_empty + 8 * s, ((n >> 1) - 1) & 1);
-      const int w = atomicAdd(&g_work[0], 1);
+      // The first item is the CTA's own (no claim, so its loads start at once); claims count from
+      // gridDim.x.
+      const int w = n == 0 ? static_cast<int>(blockIdx.x) : static_cast<int>(gridDim.x) + atomicAdd(&g_work[0], 1);
       br.slots[s] = w < items ? w : -1;
       mbar_arrive(br.item_full + 8 * s);  // (release: the slot's store before the arrival)
     }

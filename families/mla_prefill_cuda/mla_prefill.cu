@@ -666,7 +666,7 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
   // ── which tile ──
   const int* ord = nullptr;
   if constexpr (KA_ORDER == 2) {
-    if (p.B <= MAXB) {
+    if (p.B > 1 && p.B <= MAXB) {  // (one sequence: the order is ORDER 1's, no index reads)
 #if KA_MMA
       float* cost = reinterpret_cast<float*>(smem);  // stage 0, before any load
       int* order = reinterpret_cast<int*>(inv_smem + M);
