@@ -94,6 +94,8 @@
 // the last tile return at once. A CTA whose rows all see no key only writes the empty-row values.
 // Otherwise it needs keys [0, kv_hi) with kv_hi = min(kv_len, last_row + delta + 1); tiles wholly
 // below min(kv_len, first_row + delta + 1) need no mask, the rest (diagonal) are masked per element.
+// WS=1: when kv_hi ends in the first half of the item's last tile, that tile's S is computed over
+// that half only (wgmma N = KV_TILE / 2) and its P V stops there too.
 //
 // Warp specialisation (WS=1). Warps 0 .. WARPS-1 are the consumers (warpgroup w/4 owns CTA rows
 // 64*(w/4) .. +63, as with WS=0), warps WARPS .. WARPS+3 the producer warpgroup (a warpgroup must
@@ -208,6 +210,10 @@ constexpr bool DYN = KA_PERSIST == 2;         // WS=1: items claimed at run time
 constexpr int BAR_BYTES = WS ? STAGES * 32 + 16 + (DYN ? 48 : 0) : 0;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES + BAR_BYTES + 16 + ALIGN_SLACK;
 constexpr float kNegInf = -__builtin_huge_valf();
+template <int N>
+struct IntC {  // a compile-time int as a value (the tile step's S width)
+  static constexpr int value = N;
+};
 
 static_assert(HQ % HKV == 0 && M % G == 0, "16*WARPS must be a multiple of the group size");
 static_assert(D % 32 == 0 && D <= 256, "head_dim must be a multiple of 32, at most 256");
@@ -331,6 +337,27 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 #define KA_WGMMA_D_8_15                                                                                  \
   KA_WGMMA_D4(8), KA_WGMMA_D4(9), KA_WGMMA_D4(10), KA_WGMMA_D4(11), KA_WGMMA_D4(12), KA_WGMMA_D4(13), \
       KA_WGMMA_D4(14), KA_WGMMA_D4(15)
+#define KA_WGMMA_D_0_3 KA_WGMMA_D4(0), KA_WGMMA_D4(1), KA_WGMMA_D4(2), KA_WGMMA_D4(3)
+// N = 32: half of a 64-key S tile (an item's last tile when its keys end in that half).
+[[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n32(float (&d)[4][4], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "%16, %17, p, 1, 1, 0, 0;\n}\n"
+      : KA_WGMMA_D_0_3
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+template <int TB>
+__device__ __forceinline__ void wgmma_rs_n32(float (&d)[4][4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+      : KA_WGMMA_D_0_3
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB));
+}
 [[maybe_unused]] __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -436,8 +463,11 @@ __device__ __forceinline__ void wgmma_commit() { __trap(); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait_n() { __trap(); }
 __device__ __forceinline__ void fence_proxy_async() { __trap(); }
+__device__ __forceinline__ void wgmma_ss_n32(float (&)[4][4], uint64_t, uint64_t, int) { __trap(); }
 __device__ __forceinline__ void wgmma_ss_n64(float (&)[8][4], uint64_t, uint64_t, int) { __trap(); }
 __device__ __forceinline__ void wgmma_ss_n128(float (&)[16][4], uint64_t, uint64_t, int) { __trap(); }
+template <int TB>
+__device__ __forceinline__ void wgmma_rs_n32(float (&)[4][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
 template <int TB>
 __device__ __forceinline__ void wgmma_rs_n64(float (&)[8][4], const uint32_t (&)[4], uint64_t, int) { __trap(); }
 template <int TB>
@@ -446,8 +476,9 @@ __device__ __forceinline__ void wgmma_rs_n128(float (&)[16][4], const uint32_t (
 // S (+)= A B with A and B from descriptors, both K-major.
 template <int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t da, uint64_t db) {
-  static_assert(N == 64 || N == 128, "wgmma N");
-  if constexpr (N == 64) wgmma_ss_n64(d, da, db, 1);
+  static_assert(N == 32 || N == 64 || N == 128, "wgmma N");
+  if constexpr (N == 32) wgmma_ss_n32(d, da, db, 1);
+  else if constexpr (N == 64) wgmma_ss_n64(d, da, db, 1);
   else wgmma_ss_n128(d, da, db, 1);
 }
 // O += A B with A from registers and B from a descriptor, MN-major (transpose bit set).
@@ -460,8 +491,9 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t
 // S (+)= A B with A from registers (Q, QREG=1) and B from a descriptor, K-major.
 template <int N>
 __device__ __forceinline__ void wgmma_rs_kb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
-  static_assert(N == 64 || N == 128, "wgmma N");
-  if constexpr (N == 64) wgmma_rs_n64<0>(d, a, db, 1);
+  static_assert(N == 32 || N == 64 || N == 128, "wgmma N");
+  if constexpr (N == 32) wgmma_rs_n32<0>(d, a, db, 1);
+  else if constexpr (N == 64) wgmma_rs_n64<0>(d, a, db, 1);
   else wgmma_rs_n128<0>(d, a, db, 1);
 }
 // Keeps the compiler from moving accesses of wgmma operands (accumulators, A fragments) across a
@@ -1332,8 +1364,14 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     // descriptors in uniform registers, without 16 R2UR moves per tile)
     const uint64_t q0d = sw128_desc(smem_u32(qs_smem) + __shfl_sync(0xffffffffu, warp >> 2, 0) * 64 * 128, 16);
 #endif
-#pragma unroll 1
-    for (int t = 0; t < w.ntiles; ++t, ++it) {
+    // One key tile t; NC, the S columns computed: T, or T/2 for an item's last tile whose keys end
+    // in its first half (the other columns stay 0 and are masked like every key past kv_hi), whose
+    // P V then stops at T/2 too (P is 0 past kv_hi). Two instantiations of the whole step, each with
+    // its own wgmma stages: a choice of wgmma shape inside one fence..commit stage makes ptxas
+    // serialize every wgmma (C7515). Counted on 016's large workloads, the seed's key tiles are
+    // 1.13x / 1.11x the unmasked scores, most of the excess in each item's last tile.
+    auto tile_step = [&](auto nc, int t) {
+      constexpr int NC = decltype(nc)::value;
       const int s = it % STAGES;
       const uint32_t ph = (it / STAGES) & 1;
       mbar_wait(br.full_k + 8 * s, ph);
@@ -1347,6 +1385,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       float sc[NTT][4];
 #pragma unroll
       for (int j = 0; j < NTT; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+      float(&scn)[NC / 8][4] = reinterpret_cast<float(&)[NC / 8][4]>(sc);  // the columns S computes
       {
         const uint64_t k0d = sw128_desc(smem_u32(ks), 16);
         uint64_t dk[KSTEPS];
@@ -1376,9 +1415,9 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
 #if KA_QREG
-          wgmma_rs_kb<T>(sc, qf[kk], dk[kk]);
+          wgmma_rs_kb<NC>(scn, qf[kk], dk[kk]);
 #else
-          wgmma_ss<T>(sc, dq[kk], dk[kk]);
+          wgmma_ss<NC>(scn, dq[kk], dk[kk]);
 #endif
         }
         wgmma_commit();
@@ -1427,16 +1466,25 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
         pv_descs(ks + T * ROWB, dv);
         wgmma_fence();
 #pragma unroll
-        for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa[kt], dv[kt]);
+        for (int kt = 0; kt < NC / 16; ++kt) wgmma_rs_tb<D>(o, pa[kt], dv[kt]);
       }
       wgmma_commit();
       wgmma_wait_n<0>();
       fence_operands(o);
       if (lane == 0) mbar_arrive(br.empty_v + 8 * s);  // V of tile t read
 #endif
+    };
+    const bool half_last = w.kv_hi - (w.ntiles - 1) * T <= T / 2;
+    const int nfull = w.ntiles - (half_last ? 1 : 0);
+#pragma unroll 1
+    for (int t = 0; t < nfull; ++t, ++it) tile_step(IntC<T>{}, t);
+    if (half_last) {
+      tile_step(IntC<T / 2>{}, nfull);
+      ++it;
     }
 #if KA_OVERLAP
-    {
+    // P V of the item's last tile (NK k-steps).
+    auto last_pv = [&](auto nk) {
       const int il = it - 1, sl = il % STAGES;  // the item's last tile
       mbar_wait(br.full_v + 8 * sl, (il / STAGES) & 1);
       __syncwarp();
@@ -1445,12 +1493,14 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       pv_descs(stages + sl * STAGE_BYTES + T * ROWB, dv);
       wgmma_fence();
 #pragma unroll
-      for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa_prev[kt], dv[kt]);
+      for (int kt = 0; kt < decltype(nk)::value; ++kt) wgmma_rs_tb<D>(o, pa_prev[kt], dv[kt]);
       wgmma_commit();
       wgmma_wait_n<0>();
       fence_operands(o);
       if (lane == 0) mbar_arrive(br.empty_v + 8 * sl);
-    }
+    };
+    if (half_last) last_pv(IntC<KT / 2>{});
+    else last_pv(IntC<KT>{});
 #endif
     write_rows(p, st, o, w.row0, w.nq, wr0, lane);
   };
