@@ -40,7 +40,7 @@
 //                         2 (WS=1): the persistent CTAs claim items at run time from a global
 //                         counter, in work order, so a CTA that finishes early takes the next item
 //                         (greedy balance of unequal causal tiles) and its producer loads that item's
-//                         Q and K/V under the current one's compute (see for_each_item_dyn)
+//                         Q and K/V under the current one's compute (see for_each_ws_item)
 //            KA_MMA       0: mma.sync m16n8k16 per warp, operands through ldmatrix from padded rows;
 //                         1: wgmma per warpgroup (4 warps, 64 rows of the M tile): S = Q K^T with A = Q
 //                         and B = the K tile from shared memory (both K-major), O += P V with A = P
@@ -1159,16 +1159,18 @@ struct Bars {
 // must not overlap: the judge runs one at a time).
 __device__ int g_work[2];
 #endif
-// PERSIST=2: thread 0 of the producer warpgroup (the claimer) takes item blockIdx.x first, then the
-// next unclaimed one (gridDim.x + an atomicAdd on the counter) each time, and publishes it in slot n%2 (mbarrier item_full, 1 arrival); every warp of both roles waits for
-// it, reads it and releases the slot (item_empty: lane 0 of each of the W consumer and 4 producer
-// warps), so both roles walk the same items, in claim order (increasing, as the forward-only cursor
-// needs). An item at or past the end (-1, or past the last tile) ends the walk; the claimer then
-// counts its CTA done. Greedy claiming balances CTAs of unequal items (heaviest first with ORDER >= 1),
-// and the producer loads the next item's Q and K/V while the consumers finish the current one.
+// The WS=1 roles' walk over their work items: for_each_item's, or with PERSIST=2 the items claimed
+// at run time. There, thread 0 of the producer warpgroup (the claimer) takes item blockIdx.x first,
+// then the next unclaimed one (gridDim.x + an atomicAdd on the counter) each time, and publishes it
+// in slot n%2 (mbarrier item_full, 1 arrival); every warp of both roles waits for it, reads it and
+// releases the slot (item_empty: lane 0 of each of the W consumer and 4 producer warps), so both
+// roles walk the same items, in claim order (increasing, as the forward-only cursor needs). An item
+// at or past the end (-1, or past the last tile) ends the walk; the claimer then counts its CTA
+// done. Greedy claiming balances CTAs of unequal items (heaviest first with ORDER >= 1), and the
+// producer loads the next item's Q and K/V while the consumers finish the current one.
 template <typename F>
-__device__ __forceinline__ void for_each_item_dyn(const Params& p, const int* ord, int lane, bool claimer, const Bars& br,
-                                                  F&& f) {
+__device__ __forceinline__ void for_each_ws_item(const Params& p, const int* ord, int lane, bool claimer, const Bars& br,
+                                                 F&& f) {
 #if KA_PERSIST == 2
   const int items = p.tiles * HKV;
   Cursor cur;
@@ -1197,6 +1199,9 @@ __device__ __forceinline__ void for_each_item_dyn(const Params& p, const int* or
       atomicExch(&g_work[1], 0);
     }
   }
+#else
+  (void)claimer, (void)br;
+  for_each_item(p, ord, lane, f);
 #endif
 }
 
@@ -1280,8 +1285,7 @@ __device__ __forceinline__ void ws_producer(const Params& p, unsigned char* smem
       cp_async_mbar_arrive_noinc(br.full_v + 8 * s);
     }
   };
-  if constexpr (DYN) for_each_item_dyn(p, ord, lane, ptid == 0, br, item);
-  else for_each_item(p, ord, lane, item);
+  for_each_ws_item(p, ord, lane, ptid == 0, br, item);
   // No exit with copies in flight: the last fill of each stage, and the last Q, have landed.
   for (int u = imax(0, it - STAGES); u < it; ++u) {
     mbar_wait(br.full_k + 8 * (u % STAGES), (u / STAGES) & 1);
@@ -1504,8 +1508,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #endif
     write_rows(p, st, o, w.row0, w.nq, wr0, lane);
   };
-  if constexpr (DYN) for_each_item_dyn(p, ord, lane, false, br, item);
-  else for_each_item(p, ord, lane, item);
+  for_each_ws_item(p, ord, lane, false, br, item);
 }
 
 __device__ __forceinline__ void ws_main(const Params& p, unsigned char* smem, const int* ord) {

@@ -751,7 +751,6 @@ __device__ __forceinline__ void gather_tile(const Params& p, unsigned char* ks, 
   }
 }
 
-
 #if KA_MMA && KA_WARPS == 8
 // One query tile on the wgmma path (KA_MMA 1; the header's "KA_MMA" describes the schedule).
 // Warpgroup 0 (threads 0-127): S = Q K^T over all DQ dims, the softmax, P to shared memory and O

@@ -47,7 +47,8 @@ struct CampaignOptions {
   // candidate: the incumbent with the candidates that beat it by at least compose_gain on some axis
   // values (at most compose_parts distinct parts), judged when it has two parts or more and its
   // estimate (each value's best measured time) is below the incumbent's geomean
-  // (plan_worth_judging); it becomes the incumbent only if its own measurement beats it. When none is judged, the kept candidate goes back to the agents.
+  // (plan_worth_judging); it becomes the incumbent only if its own measurement beats it. When none
+  // is judged, the kept candidate goes back to the agents.
   // false: the agents spend the whole budget.
   bool compose = true;
   double compose_gain = 0.02;
