@@ -779,7 +779,7 @@ TEST(FamiliesDev, MlaPrefillMmaPoints) {
   if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
   const Problem p = load_problem(dev_problem(name));
   const Family& f = shipped("mla_prefill_cuda");
-  size_t wg2 = 0, wg3 = 0, sync = 0, ahead = 0;
+  size_t wg2 = 0, wg3 = 0, wg3p = 0, sync = 0, ahead = 0;
   for (const auto& k : f.space(p)) {
     if (k.at("SAHEAD") == 1) {
       ++ahead;
@@ -803,12 +803,17 @@ TEST(FamiliesDev, MlaPrefillMmaPoints) {
       EXPECT_EQ(k.at("WARPS"), 12) << knobs_str(k);
       EXPECT_EQ(k.at("KV_TILE"), 32) << knobs_str(k);
       EXPECT_GE(k.at("STAGES"), 3) << knobs_str(k);
-      EXPECT_EQ(k.at("PERSIST"), 0) << knobs_str(k);
+      if (k.at("PERSIST") == 1) {  // the item stream (stream_wgmma3): STAGES 3 only
+        ++wg3p;
+        EXPECT_EQ(k.at("STAGES"), 3) << knobs_str(k);
+        EXPECT_EQ(k.at("SAHEAD"), 0) << knobs_str(k);
+      }
     }
   }
   EXPECT_EQ(sync, 72u);  // the mma.sync space as it was before the knob
   EXPECT_EQ(wg2, 6u);    // ORDER x PERSIST
-  EXPECT_EQ(wg3, 18u);   // STAGES 3-6 x ORDER, and SAHEAD=1 at STAGES 4-5 x ORDER
+  EXPECT_EQ(wg3, 21u);   // STAGES 3-6 x ORDER, SAHEAD=1 at STAGES 4-5 x ORDER, PERSIST=1 x ORDER
+  EXPECT_EQ(wg3p, 3u);
   EXPECT_EQ(ahead, 6u);
   Knobs k{{"QTOK", 4}, {"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"PERSIST", 1}, {"MMA", 1}, {"SAHEAD", 0}};
   EXPECT_TRUE(f.valid(k, p));
@@ -836,7 +841,10 @@ TEST(FamiliesDev, MlaPrefillMmaPoints) {
   EXPECT_FALSE(f.valid(k, p));  // warpgroup 0 spills with 64-key tiles
   k["KV_TILE"] = 32;
   k["PERSIST"] = 1;
-  EXPECT_FALSE(f.valid(k, p));
+  EXPECT_TRUE(f.valid(k, p));  // the item stream, at 3 stages
+  k["STAGES"] = 4;
+  EXPECT_FALSE(f.valid(k, p));  // a 4th stage and the next item's Q do not fit
+  k["STAGES"] = 3;
   k["PERSIST"] = 0;
   k["MMA"] = 0;
   EXPECT_FALSE(f.valid(k, p));  // 12 warps is a wgmma-path value

@@ -28,7 +28,10 @@
 //            KA_ORDER     0 natural; 1 heaviest tile of each sequence first; 2 as 1 with sequences
 //                         by decreasing work (as in gqa_prefill_cuda)
 //            KA_PERSIST   0: one CTA per possible query tile; 1: SMs x occupancy persistent CTAs
-//                         stride over the tiles (as in gqa_prefill_cuda)
+//                         stride over the tiles (as in gqa_prefill_cuda); with WARPS 12 (STAGES 3)
+//                         a CTA runs its tiles' key tiles as one stream (stream_wgmma3: the next
+//                         item's Q and first keys load, and the last item's output is written,
+//                         while the tensor cores work)
 //            KA_MMA       0: mma.sync, the three phases below (any QTOK / WARPS / KV_TILE / STAGES
 //                         up to 3 that fit). 1: wgmma (sm_90a; an MMA=1 build for another arch
 //                         compiles, its device code traps), QTOK 4: M = 64 rows = 4 tokens x 16
@@ -67,7 +70,7 @@
 //                         P(t-1) written): warpgroup 0 computes the softmax of tile t and writes
 //                         P(t), while the O warpgroups rescale and add P(t-1) V(t-1) on the tensor
 //                         cores. KV_TILE 64 would need ~210 registers in warpgroup 0 (it spills at
-//                         184) and PERSIST 1 spills too, so both are left out.
+//                         184), so it is left out; PERSIST 1 is stream_wgmma3 (below).
 //            KA_SAHEAD    WARPS 12 only (STAGES >= 4). 1: S runs one tile ahead, as FlashAttention-3's
 //                         intra-warpgroup overlap: warpgroup 0 issues S(t+1) = Q K(t+1)^T into a
 //                         second accumulator set before the softmax of tile t and waits for it only
@@ -165,9 +168,18 @@ constexpr int REGS_LAUNCH = 168;
 // tile's stage).
 // WARPS 12, SAHEAD 1: the last QTAIL_CKV ckv dims of Q stay in shared memory too, beside the kpe part
 // (16 registers fewer per thread of warpgroup 0 for its second S accumulator set).
-constexpr int QTAIL_CKV = WG3 && KA_SAHEAD ? 64 : 0;
-constexpr int WG_ALPHA_OFF = STAGES * WG_STAGE_BYTES + (WG3 ? M * 2 * (QTAIL_CKV + DP) : WG_Q_BYTES + WG_P_BYTES);
-constexpr int WG_ROWSTAT_BYTES = M * 4 * (WG3 ? 3 : 2);  // alpha (WARPS 12: two buffers), 1/l
+// WARPS 12, PERSIST 1 (stream_wgmma3): after the stages, a staging buffer for the next item's Q ckv
+// part but its last QTAIL_CKV dims [64 x (DC - 64)] (swizzled; warpgroup 0 loads its fragments from
+// it), the rest of Q [64 x (64 + DP)] in two buffers (item parity), then two alpha and two 1/l
+// buffers and the CTA's item list (MAXI x 32 bytes, its length and tile count). Its warpgroups keep
+// the launch's 168 registers each (the O warpgroups need more than 160 for their item bookkeeping).
+constexpr bool WG3P = WG3 && KA_PERSIST == 1;
+constexpr int QTAIL_CKV = WG3 && (KA_SAHEAD || WG3P) ? 64 : 0;
+constexpr int MAXI = 256;  // items per persistent CTA at most (the host sizes the grid for it)
+constexpr int WG_ALPHA_OFF = STAGES * WG_STAGE_BYTES + (WG3P ? M * 2 * (DC - QTAIL_CKV) + 2 * M * 2 * (QTAIL_CKV + DP)
+                                                        : WG3 ? M * 2 * (QTAIL_CKV + DP) : WG_Q_BYTES + WG_P_BYTES);
+constexpr int WG_ROWSTAT_BYTES = WG3P ? M * 4 * 4 + MAXI * 32 + 16  // alpha x 2, 1/l x 2, items
+                                      : M * 4 * (WG3 ? 3 : 2);      // alpha (WARPS 12: two buffers), 1/l
 constexpr int WG_SMEM_BYTES = WG_ALPHA_OFF + WG_ROWSTAT_BYTES + (KA_ORDER == 2 ? MAXB_SORT_W * 4 : 0) + 1024;
 constexpr int KERNEL_SMEM = MMA ? WG_SMEM_BYTES : SMEM_BYTES;
 
@@ -175,6 +187,7 @@ static_assert(MMA == 0 || (MT == 4 && (W == 8 || W == 12) && (T == 64 || (W == 1
               "MMA=1: QTOK 4, WARPS 8 (KV_TILE 64) or 12 (KV_TILE 32; 64 builds but spills), head dims 512 + 64");
 static_assert(!WG3 || (STAGES >= 3 && 2 * WG_STAGE_BYTES >= M * 2 * DC),
               "MMA=1, WARPS 12: three stages at least (Q's ckv part is staged in the last two)");
+static_assert(!WG3P || (STAGES == 3 && !KA_SAHEAD), "MMA=1, WARPS 12, PERSIST 1: STAGES 3, SAHEAD 0");
 static_assert(MMA == 0 || WG_SMEM_BYTES <= 227 * 1024, "MMA=1: shared memory above 227 KB");
 
 static_assert(H == 16, "one m-tile must be one token's 16 heads");
@@ -612,6 +625,51 @@ __device__ __forceinline__ bool map_tile(const Params& p, const int* ord, int t,
   return false;
 }
 
+// A query tile (an item: up to QT tokens of one sequence, or of the leading rows when b < 0) and what
+// its computation needs: keys k0 .. k0+kl-1 of the page table, query i sees keys j <= i + delta, the
+// tile's tokens i0 .. i0+nq-1 (output rows from token rowtok on), keys below kv_hi seen by any of them
+// (<= 0: none, the rows are filled instead), key tiles below nomask seen whole by every token.
+struct Item {
+  int k0, kl, delta, i0, nq, rowtok, kv_hi, nomask;
+};
+__device__ __forceinline__ Item item_of(const Params& p, int b, int tile) {
+  int q0, ql, k0 = 0, kl = 0;
+  if (b < 0) {
+    q0 = 0;
+    ql = __ldg(p.qo_indptr);
+  } else {
+    q0 = __ldg(p.qo_indptr + b);
+    ql = __ldg(p.qo_indptr + b + 1) - q0;
+    k0 = __ldg(p.kv_indptr + b);
+    kl = imax(__ldg(p.kv_indptr + b + 1) - k0, 0);
+    if (KA_ORDER >= 1) tile = ceil_div_i(ql, QT) - 1 - tile;
+  }
+  Item it;
+  it.k0 = k0;
+  it.kl = kl;
+  it.delta = kl - ql;
+  it.i0 = tile * QT;
+  it.nq = imin(QT, ql - it.i0);
+  it.rowtok = q0 + it.i0;
+  it.kv_hi = imin(kl, imax(it.i0 + it.nq - 1 + it.delta + 1, 0));
+  it.nomask = imin(kl, imax(it.i0 + it.delta + 1, 0)) / T;
+  return it;
+}
+// The rows of an item that sees no key (threads first, first + stride, ...): out 0 where the reference
+// skips them (no key in the sequence, or KA_MASKED_ROW_ZERO), NaN where its softmax of an all -inf
+// row makes them NaN; lse -inf.
+__device__ __forceinline__ void fill_empty(const Params& p, const Item& it, int first, int stride) {
+  const bool nan_rows = !KA_MASKED_ROW_ZERO && it.kl > 0;
+  const uint32_t fill = nan_rows ? 0x7fc07fc0u : 0u;
+  const int64_t row0 = static_cast<int64_t>(it.rowtok) * H;
+  constexpr int C16 = DC / 8;
+  for (int i = first; i < it.nq * H * C16; i += stride) {
+    uint4* dst = reinterpret_cast<uint4*>(p.out + (row0 + i / C16) * DC) + i % C16;
+    *dst = make_uint4(fill, fill, fill, fill);
+  }
+  for (int r = first; r < it.nq * H; r += stride) p.lse[row0 + r] = kNegInf;
+}
+
 // A forward-only walk over the tiles in work order for a persistent CTA, whose tile numbers only
 // grow: pos is a position in the order (-1: the leading rows), before the first tile number of pos.
 struct Cursor {
@@ -641,6 +699,9 @@ __device__ __forceinline__ bool advance(const Params& p, const int* ord, Cursor&
 }
 
 __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile);
+#if KA_MMA && KA_WARPS == 12 && KA_PERSIST == 1
+__device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* smem, const int* ord);
+#endif
 
 // Shared memory: STAGES x [T][ROWB] K/V stages | Q [M][ROWB] | S fp32 [M][SROW] | P bf16 [M][PROWB] |
 // alpha [M] | 1/l [M] | (ORDER 2) sequence costs and order.
@@ -697,6 +758,10 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
     int b, tile;
     if (!map_tile(p, ord, blockIdx.x, lane, b, tile)) return;  // CTA-uniform
     do_tile(p, smem, b, tile);
+  } else if constexpr (WG3P) {
+#if KA_MMA && KA_WARPS == 12 && KA_PERSIST == 1
+    stream_wgmma3(p, smem, ord);
+#endif
   } else {
     Cursor cur;
     for (int w = blockIdx.x; w < p.tiles; w += gridDim.x) {
@@ -1115,6 +1180,278 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
 }
 #endif
 
+#if KA_MMA && KA_WARPS == 12 && KA_PERSIST == 1
+// PERSIST 1 on the pipelined schedule (WARPS 12, STAGES 3): the CTA's items (query tiles w = blockIdx.x,
+// + gridDim.x, ...) as one stream of key tiles g = 0 .. G-1 run by tile_wgmma3's two-barrier protocol
+// without a break between items, so that the next item's first tile, its Q and the previous item's
+// epilogue overlap the tensor-core work (a CTA per item paid the Q load, the pipeline fill and the
+// output write with the tensor cores idle, one CTA per SM). Per iteration g (tile g of item k, its
+// local tile t), besides tile_wgmma3's work:
+//   warpgroup 0  at A(g), t == 0: Q(k)'s ckv fragments from the staging buffer into registers, then
+//                S(g) with Q(k)'s kpe part from buffer k%2; after B(g), t == 0: item k-1's row
+//                statistics (1/l into buffer (k-1)%2, its lse) and a fresh softmax state.
+//   warpgroups   after A(g): the gather of tile g+AH (its item's pages); if tile g-1 was the first of
+//   1-2          item k (k > 0), item k-1's O (complete since P V(g-2)) is written with 1/l from
+//                buffer (k-1)%2, and O is zeroed. After B(g), t == 0:
+//                Q(k+1) into the staging buffer (warpgroup 0 has read Q(k)) and kpe buffer (k+1)%2
+//                (item k-1's, whose last S is done), its own cp.async group; then P(g-1) V(g-1). The
+//                wait at the end of the iteration covers tile g+1 and, when g+1 starts an item, its Q.
+// The item list (geometry, empty items filled at once) is built in shared memory first.
+__device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* smem, const int* ord) {
+  constexpr int NB = DC / 2;
+  constexpr int KSC = (DC - QTAIL_CKV) / 16;  // S k-steps with A from registers
+  constexpr int KSP = (QTAIL_CKV + DP) / 16;  // with A = Q's tail from shared memory
+  constexpr int QCH = (DC - QTAIL_CKV) / 8;   // 16-byte chunks of a Q row held in registers
+  constexpr int QPE_BYTES = M * 2 * (QTAIL_CKV + DP);
+  constexpr int NTT = T / 8;
+  constexpr int KT = T / 16;
+  constexpr int KCC = CPC;
+  constexpr int PBLK = KCC / 8;
+  constexpr int PROW = 2 * T;
+  constexpr int AH = STAGES - 2;
+  static_assert(QTAIL_CKV == 64 && AH == 1, "stream_wgmma3: STAGES 3");
+  unsigned char* const stages = smem;
+  unsigned char* const qstg = stages + STAGES * WG_STAGE_BYTES;  // next Q's ckv part (registers' share)
+  unsigned char* const qpe0 = qstg + M * 2 * (DC - QTAIL_CKV);   // Q's tail, two buffers
+  float* const alpha_smem = reinterpret_cast<float*>(smem + WG_ALPHA_OFF);
+  float* const inv_smem = alpha_smem + 2 * M;
+  int* const items = reinterpret_cast<int*>(inv_smem + 2 * M);  // MAXI x 8 ints (Item)
+  int* const meta = items + MAXI * 8;                           // item count, tile count
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wg = tid >> 7;
+  const int r0 = ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8;
+  const int cq = 2 * (lane & 3);
+  static_assert(sizeof(Item) == 32, "an item is 8 ints");
+  auto item_at = [&](int k) { return reinterpret_cast<const Item*>(items)[k]; };
+  auto ntiles_at = [&](int k) { return ceil_div_i(item_at(k).kv_hi, T); };
+
+  // ── the item list: warp i decodes candidates i, i + W, ... (fills the empty ones), thread 0
+  // compacts the others in order ──
+  const int cand = p.tiles > static_cast<int>(blockIdx.x)
+                       ? imin(ceil_div_i(p.tiles - static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)), MAXI)
+                       : 0;
+  for (int i = warp; i < cand; i += W) {
+    int b, tile;
+    Item it{};
+    if (map_tile(p, ord, static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x), lane, b, tile)) {
+      it = item_of(p, b, tile);
+      if (it.kv_hi <= 0) fill_empty(p, it, lane, 32);
+    } else {
+      it.kv_hi = 0;  // past the last tile
+    }
+    if (lane == 0) reinterpret_cast<Item*>(items)[i] = it;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int n = 0, g = 0;
+    Item* const list = reinterpret_cast<Item*>(items);
+    for (int i = 0; i < cand; ++i) {
+      const Item it = list[i];
+      if (it.kv_hi <= 0) continue;
+      list[n++] = it;
+      g += ceil_div_i(it.kv_hi, T);
+    }
+    meta[0] = n;
+    meta[1] = g;
+  }
+  __syncthreads();
+  const int n = meta[0], G = meta[1];
+  if (G == 0) return;  // CTA-uniform
+
+  // Q of item k: the ckv part into the staging buffer, the kpe part into buffer kb (threads first,
+  // first + stride, ...); rows past the item's tokens zero-filled.
+  auto load_q = [&](const Item& it, int kb, int first, int stride) {
+    const int64_t row0 = static_cast<int64_t>(it.rowtok) * H;
+    unsigned char* const qpe = qpe0 + kb * QPE_BYTES;
+    for (int c = first; c < M * CPR; c += stride) {
+      const int r = c / CPR, col = c % CPR;
+      const bool ok = r / H < it.nq;
+      const int64_t qrow = ok ? row0 + r : 0;
+      const uint16_t* src = col < KCC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - KCC) * 8;
+      const uint32_t dst = col < QCH ? smem_u32(qstg + sw_off(r, col, M)) : smem_u32(qpe + sw_off(r, col - QCH, M));
+      cp_async_16(dst, src, ok ? 16 : 0);
+    }
+  };
+  // The gather walk: item gk, its local tile gt (of gn), stream tile gs.
+  int gk = 0, gt = 0, gn = ntiles_at(0);
+  auto gather_next = [&]() {  // the pages of the walk's tile, then the walk moves on
+    const Item it = item_at(gk);
+    const TilePages<256> pg = tile_pages<256>(p, gt * T, it.kv_hi, it.k0, tid - 128);
+    if (++gt == gn) {
+      ++gk;
+      gt = 0;
+      gn = gk < n ? ntiles_at(gk) : 0;
+    }
+    return pg;
+  };
+  {
+    load_q(item_at(0), 0, tid, NT);
+    if (wg > 0) gather_tile<256>(p, stages, gather_next(), tid - 128);
+    cp_async_commit();
+    if (wg > 0) {
+#pragma unroll
+      for (int u = 1; u < AH; ++u) {
+        if (u < G) gather_tile<256>(p, stages + u * WG_STAGE_BYTES, gather_next(), tid - 128);
+        cp_async_commit();
+      }
+      cp_async_wait_n<AH - 1>();
+    } else {
+      cp_async_wait_n<0>();
+    }
+    fence_proxy_async();
+    __syncthreads();
+  }
+
+  if (wg == 0) {
+    uint32_t qf[KSC][4];
+    const int qr = ((tid >> 5) & 3) * 16 + (lane & 15);
+    auto load_qf = [&]() {
+#pragma unroll
+      for (int kk = 0; kk < KSC; ++kk)
+        ldsm_x4(smem_u32(qstg + sw_off(qr, 2 * kk + (lane >> 4), M)), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+    };
+    load_qf();
+    Rows st{kNegInf, kNegInf, 0.f, 0.f};
+    int k = 0, t = 0;
+    Item cur = item_at(0);
+    int nt = ceil_div_i(cur.kv_hi, T);
+    for (int g = 0; g <= G; ++g) {
+      cta_bar();  // A(g)
+      float s[NTT][4];
+      if (g < G) {
+        if (t == 0 && g > 0) load_qf();  // Q(k) landed (warpgroups 1-2 waited for it)
+        const uint32_t ks = smem_u32(stages + (g % STAGES) * WG_STAGE_BYTES);
+#pragma unroll
+        for (int j = 0; j < NTT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+        const uint64_t dk0 = sw128_desc(ks, 16);
+        const uint64_t dqp = sw128_desc(smem_u32(qpe0 + (k & 1) * QPE_BYTES), 16);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < KSC; ++kk)
+          wgmma_rs<T>(s, qf[kk], dk0 + static_cast<uint64_t>(((kk >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+#pragma unroll
+        for (int kk = 0; kk < KSP; ++kk)
+          wgmma_ss<T>(s, dqp + static_cast<uint64_t>(((kk >> 2) * M * 128 + (kk & 3) * 32) >> 4),
+                      dk0 + static_cast<uint64_t>((((KSC + kk) >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+        wgmma_commit();
+        wgmma_wait_n<0>();
+        fence_operands(s);
+      }
+      cta_bar();  // B(g)
+      if (g == G) break;
+      if (t == 0 && g > 0) {  // item k-1 is done
+        const Item pv = item_at(k - 1);
+        row_stats(p, st, inv_smem + ((k - 1) & 1) * M, static_cast<int64_t>(pv.rowtok) * H, pv.nq, r0, lane);
+        st = Rows{kNegInf, kNegInf, 0.f, 0.f};
+      }
+      {
+        unsigned char* const pb = stages + (g % STAGES) * WG_STAGE_BYTES + PBLK * T * 128;
+        auto p_off = [](int r, int j) {
+          const int a = r * PROW + j * 16;
+          return a ^ (((a >> 7) & (PROW / 16 - 1)) << 4);
+        };
+        auto store = [&](int j, uint32_t w0, uint32_t w1) {
+          *reinterpret_cast<uint32_t*>(pb + p_off(r0, j) + cq * 2) = w0;
+          *reinterpret_cast<uint32_t*>(pb + p_off(r1, j) + cq * 2) = w1;
+        };
+        const int lim = imin(cur.i0 + r0 / H + cur.delta, cur.kl - 1);
+        float a0, a1;
+        if (t >= cur.nomask) softmax_tile<true>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
+        else softmax_tile<false>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
+        if ((lane & 3) == 0) {  // an item's first tile: 0, which also clears the previous item's O
+          alpha_smem[(g & 1) * M + r0] = t == 0 ? 0.f : a0;
+          alpha_smem[(g & 1) * M + r1] = t == 0 ? 0.f : a1;
+        }
+      }
+      fence_proxy_async();  // P(g), before warpgroups 1-2's wgmma reads it
+      if (++t == nt) {
+        ++k;
+        t = 0;
+        if (k < n) {
+          cur = item_at(k);
+          nt = ceil_div_i(cur.kv_hi, T);
+        }
+      }
+    }
+    {
+      const Item pv = item_at(n - 1);
+      row_stats(p, st, inv_smem + ((n - 1) & 1) * M, static_cast<int64_t>(pv.rowtok) * H, pv.nq, r0, lane);
+    }
+    cta_bar();  // F: the last item's 1/l ready
+  } else {
+    const int og = wg - 1;
+    float o[NB / 8][4];
+#pragma unroll
+    for (int j = 0; j < NB / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+    auto write_o = [&](int kk) {  // item kk's O rows (this warpgroup's dims), 1/l from buffer kk % 2
+      const Item it = item_at(kk);
+      const float* const inv_b = inv_smem + (kk & 1) * M;
+      const int64_t row0 = static_cast<int64_t>(it.rowtok) * H;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = h ? r1 : r0;
+        if (r / H >= it.nq) continue;
+        const float inv = inv_b[r];
+        uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + og * NB);
+#pragma unroll
+        for (int j = 0; j < NB / 8; ++j)
+          dst[(8 * j + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+      }
+    };
+    TilePages<256> next_page{};
+    if (AH < G) next_page = gather_next();
+    int k = 0, t = 0, nt = ntiles_at(0);  // item and local tile of tile g
+    int due = -1;                          // item whose O is written after the next A
+    for (int g = 0; g <= G; ++g) {
+      cta_bar();  // A(g)
+      if (g + AH < G) gather_tile<256>(p, stages + ((g + AH) % STAGES) * WG_STAGE_BYTES, next_page, tid - 128);
+      cp_async_commit();
+      if (g + AH + 1 < G) next_page = gather_next();
+      if (due >= 0) {  // (P V(g) then scales O by 0: alpha of an item's first tile)
+        write_o(due);
+        due = -1;
+      }
+      cta_bar();  // B(g)
+      const bool first = g < G && t == 0;
+      const bool qload = first && k + 1 < n;
+      if (qload) {  // Q(k+1): warpgroup 0 read Q(k) before B(g)
+        load_q(item_at(k + 1), (k + 1) & 1, tid - 128, NT - 128);
+        cp_async_commit();
+      }
+      if (g > 0) {
+        const unsigned char* vs = stages + ((g - 1) % STAGES) * WG_STAGE_BYTES;
+        rescale_o(o, alpha_smem[((g - 1) & 1) * M + r0], alpha_smem[((g - 1) & 1) * M + r1]);
+        const uint32_t pa = smem_u32(vs + PBLK * T * 128);
+        const uint64_t dp0 = PROW == 128 ? sw128_desc(pa, 16) : sw64_desc(pa);
+        const uint64_t dv0 = sw128_desc(smem_u32(vs + og * (NB / 64) * T * 128), T * 128);
+        wgmma_fence();
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+          wgmma_ss_tb<NB>(o, dp0 + static_cast<uint64_t>((kt * 32) >> 4), dv0 + static_cast<uint64_t>((kt * 16 * 128) >> 4));
+        wgmma_commit();
+        wgmma_wait_n<0>();
+        fence_operands(o);
+      }
+      if (g == G) break;
+      if (first && k > 0) due = k - 1;  // its last P V was the one just done
+      if (++t == nt) {
+        ++k;
+        t = 0;
+        nt = k < n ? ntiles_at(k) : 0;
+      }
+      // Tile g+1 landed (its group is this iteration's gather, AH = 1), and its item's Q when it starts
+      // one: a Q load issued in this iteration stays in flight unless tile g+1 starts the next item.
+      if (qload && t != 0) cp_async_wait_n<1>();
+      else cp_async_wait_n<0>();
+      fence_proxy_async();
+    }
+    cta_bar();  // F
+    write_o(n - 1);
+  }
+}
+#endif
+
 __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile) {
   unsigned char* const stages = smem;
   unsigned char* const q_smem = stages + STAGES * STAGE_BYTES;
@@ -1123,37 +1460,15 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   float* const alpha_smem = reinterpret_cast<float*>(p_smem + P_BYTES);
   float* const inv_smem = alpha_smem + M;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  int q0, ql, k0 = 0, kl = 0;
-  if (b < 0) {
-    q0 = 0;
-    ql = __ldg(p.qo_indptr);
-  } else {
-    q0 = __ldg(p.qo_indptr + b);
-    ql = __ldg(p.qo_indptr + b + 1) - q0;
-    k0 = __ldg(p.kv_indptr + b);
-    kl = imax(__ldg(p.kv_indptr + b + 1) - k0, 0);
-    if (KA_ORDER >= 1) tile = ceil_div_i(ql, QT) - 1 - tile;
-  }
-  const int delta = kl - ql;
-  const int i0 = tile * QT;
-  const int nq = imin(QT, ql - i0);
-  const int i_last = i0 + nq - 1;
-  const int kv_hi = imin(kl, imax(i_last + delta + 1, 0));
-  const int64_t row0 = static_cast<int64_t>(q0 + i0) * H;  // output row of CTA row 0 (token-major)
-
+  const Item it = item_of(p, b, tile);
+  const int k0 = it.k0, kl = it.kl, delta = it.delta, i0 = it.i0, nq = it.nq, kv_hi = it.kv_hi;
+  const int64_t row0 = static_cast<int64_t>(it.rowtok) * H;  // output row of CTA row 0 (token-major)
   if (kv_hi <= 0) {
-    const bool nan_rows = !KA_MASKED_ROW_ZERO && kl > 0;
-    const uint32_t fill = nan_rows ? 0x7fc07fc0u : 0u;
-    constexpr int C16 = DC / 8;
-    for (int i = tid; i < nq * H * C16; i += NT) {
-      uint4* dst = reinterpret_cast<uint4*>(p.out + (row0 + i / C16) * DC) + i % C16;
-      *dst = make_uint4(fill, fill, fill, fill);
-    }
-    for (int r = tid; r < nq * H; r += NT) p.lse[row0 + r] = kNegInf;
+    fill_empty(p, it, tid, NT);
     return;
   }
   const int ntiles = ceil_div_i(kv_hi, T);
-  const int nomask = imin(kl, imax(i0 + delta + 1, 0)) / T;
+  const int nomask = it.nomask;
 #if KA_MMA
   (void)s_smem, (void)alpha_smem, (void)inv_smem, (void)lane, (void)warp;
 #if KA_WARPS == 12
@@ -1386,6 +1701,7 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   p.tiles = static_cast<int>(tiles);
   int64_t ctas = tiles;
   if (KA_PERSIST != 0 && ctas > static_cast<int64_t>(g_sms) * g_occ) ctas = static_cast<int64_t>(g_sms) * g_occ;
+  if (WG3P && ctas * MAXI < tiles) ctas = (tiles + MAXI - 1) / MAXI;  // a CTA's item list holds MAXI
   if (!g_regs_ok) return;  // a build whose setmaxnreg split cannot hold: outputs left unwritten, not a hang
   KA_LAUNCH(mla_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), KERNEL_SMEM, p);
 }
