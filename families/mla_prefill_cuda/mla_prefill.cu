@@ -26,7 +26,8 @@
 //                         ckv part is also the V operand, so each row is read from memory once)
 //            KA_STAGES    cp.async pipeline depth
 //            KA_ORDER     0 natural; 1 heaviest tile of each sequence first; 2 as 1 with sequences
-//                         by decreasing work (as in gqa_prefill_cuda)
+//                         by decreasing work (as in gqa_prefill_cuda); with PERSIST 1 on WARPS 12:
+//                         every tile of the launch by decreasing key tiles, dealt in snake order
 //            KA_PERSIST   0: one CTA per possible query tile; 1: SMs x occupancy persistent CTAs
 //                         stride over the tiles (as in gqa_prefill_cuda); with WARPS 12 (STAGES 3)
 //                         a CTA runs its tiles' key tiles as one stream (stream_wgmma3: the next
@@ -632,7 +633,9 @@ __device__ __forceinline__ bool map_tile(const Params& p, const int* ord, int t,
 struct Item {
   int k0, kl, delta, i0, nq, rowtok, kv_hi, nomask;
 };
-__device__ __forceinline__ Item item_of(const Params& p, int b, int tile) {
+// Tile `tile` of sequence b (-1: the leading rows) in natural order (tokens QT * tile on); item_of
+// takes the tile number in work order (ORDER >= 1: the sequence's last, heaviest, tile first).
+__device__ __forceinline__ Item item_natural(const Params& p, int b, int tile) {
   int q0, ql, k0 = 0, kl = 0;
   if (b < 0) {
     q0 = 0;
@@ -642,7 +645,6 @@ __device__ __forceinline__ Item item_of(const Params& p, int b, int tile) {
     ql = __ldg(p.qo_indptr + b + 1) - q0;
     k0 = __ldg(p.kv_indptr + b);
     kl = imax(__ldg(p.kv_indptr + b + 1) - k0, 0);
-    if (KA_ORDER >= 1) tile = ceil_div_i(ql, QT) - 1 - tile;
   }
   Item it;
   it.k0 = k0;
@@ -654,6 +656,13 @@ __device__ __forceinline__ Item item_of(const Params& p, int b, int tile) {
   it.kv_hi = imin(kl, imax(it.i0 + it.nq - 1 + it.delta + 1, 0));
   it.nomask = imin(kl, imax(it.i0 + it.delta + 1, 0)) / T;
   return it;
+}
+__device__ __forceinline__ Item item_of(const Params& p, int b, int tile) {
+  if (KA_ORDER >= 1 && b >= 0) {
+    const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
+    tile = ceil_div_i(ql, QT) - 1 - tile;
+  }
+  return item_natural(p, b, tile);
 }
 // The rows of an item that sees no key (threads first, first + stride, ...): out 0 where the reference
 // skips them (no key in the sequence, or KA_MASKED_ROW_ZERO), NaN where its softmax of an all -inf
@@ -726,7 +735,7 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
 
   // ── which tile ──
   const int* ord = nullptr;
-  if constexpr (KA_ORDER == 2) {
+  if constexpr (KA_ORDER == 2 && !WG3P) {  // (the item stream orders its items by their own counts)
     if (p.B > 1 && p.B <= MAXB) {  // (one sequence: the order is ORDER 1's, no index reads)
 #if KA_MMA
       float* cost = reinterpret_cast<float*>(smem);  // stage 0, before any load
@@ -1181,6 +1190,129 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
 #endif
 
 #if KA_MMA && KA_WARPS == 12 && KA_PERSIST == 1
+// ORDER 2 of the item stream: every query tile of the launch in decreasing order of its key tiles
+// (ties: leading rows, then sequence order, then token order), dealt to the CTAs in snake order
+// (round r: position r * G + c for even r, r * G + G - 1 - c for odd r, G CTAs), so each CTA gets
+// the same mix of large and small items (greedy-like balance without a run-time counter; a plain
+// stride over the per-sequence orders left one CTA 8-25% above the mean on 019's large workloads).
+// The order comes from counts, not a sort: a sequence's tiles in natural order have nondecreasing
+// key counts, so those with exactly v key tiles form one range of tiles.
+// First tile (natural order) of a sequence with ql queries and kl keys whose tile count is >= v (nt
+// when none; v <= 0: 0).
+__device__ __forceinline__ int first_with_tiles(int ql, int kl, int v) {
+  const int nt = ql > 0 ? ceil_div_i(ql, QT) : 0;
+  if (v <= 0 || nt == 0) return 0;
+  const int thr = T * (v - 1) + 1;  // ceil(kv_hi / T) >= v  <=>  kv_hi >= thr
+  if (kl < thr) return nt;
+  // A tile but the last: kv_hi = min(kl, QT * i + QT + delta); the last one's is kl.
+  const int num = thr - QT - (kl - ql);
+  return imin(num <= 0 ? 0 : ceil_div_i(num, QT), nt - 1);
+}
+struct SeqQK {
+  int ql, kl;
+};
+__device__ __forceinline__ SeqQK seq_qk(const Params& p, int b) {
+  const int q0 = __ldg(p.qo_indptr + b), k0 = __ldg(p.kv_indptr + b);
+  return SeqQK{__ldg(p.qo_indptr + b + 1) - q0, imax(__ldg(p.kv_indptr + b + 1) - k0, 0)};
+}
+// The warp's search for rank rem among sequences b = 0 .. B-1 holding cnt(b) each: b and the rank
+// within it (false when rem is past them all). Warp-uniform.
+template <typename Cnt>
+__device__ __forceinline__ bool warp_rank(int B, int lane, int rem, Cnt&& cnt, int& b_out, int& r_out) {
+  for (int base = 0; base < B; base += 32) {
+    const int b = base + lane;
+    const int n = b < B ? cnt(b) : 0;
+    int incl = n;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
+      if (lane >= d) incl += o;
+    }
+    const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
+    if (bal) {
+      const int src = __popc((bal & (~bal + 1u)) - 1u);
+      b_out = base + src;
+      r_out = rem - __shfl_sync(0xffffffffu, incl - n, src);
+      return true;
+    }
+    rem -= __shfl_sync(0xffffffffu, incl, 31);
+  }
+  return false;
+}
+// Fills suf[v] (v = 0 .. vmax + 1) with the number of the launch's items with at least v key tiles
+// (suf[0]: all of them) and returns vmax, or -1 when it exceeds cap - 2 (the caller falls back to the
+// stride order). All threads of the CTA; suf in shared memory; ends with a barrier.
+__device__ __forceinline__ int tile_count_suffix(const Params& p, int* suf, int cap, int* scratch) {
+  const int tid = threadIdx.x;
+  if (tid == 0) *scratch = 0;
+  __syncthreads();
+  int mk = 0;
+  for (int b = tid; b < p.B; b += NT) mk = imax(mk, seq_qk(p, b).kl);
+  atomicMax(scratch, mk);
+  __syncthreads();
+  const int vmax = ceil_div_i(*scratch, T);
+  if (vmax + 2 > cap) {
+    __syncthreads();
+    return -1;
+  }
+  for (int v = tid; v <= vmax + 1; v += NT) suf[v] = 0;
+  __syncthreads();
+  // Items with exactly v key tiles: a warp per sequence, a lane per v (a sequence's tiles with v key
+  // tiles are one range).
+  const int lane = tid & 31;
+  if (tid == 0) {
+    const int lead = __ldg(p.qo_indptr);
+    if (lead > 0) atomicAdd(&suf[0], ceil_div_i(lead, QT));
+  }
+  for (int b = tid >> 5; b < p.B; b += W) {
+    const SeqQK s = seq_qk(p, b);
+    const int vb = ceil_div_i(s.kl, T);
+    for (int v = lane; v <= vb; v += 32) {
+      const int c = first_with_tiles(s.ql, s.kl, v + 1) - first_with_tiles(s.ql, s.kl, v);
+      if (c > 0) atomicAdd(&suf[v], c);
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {  // suffix sums, 32 entries a step from the top
+    int carry = 0;
+    for (int top = vmax + 1; top >= 0; top -= 32) {
+      const int v = top - tid;
+      int x = v >= 0 ? suf[v] : 0;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int o = __shfl_sync(0xffffffffu, x, (tid - d) & 31);
+        if (tid >= d) x += o;
+      }
+      if (v >= 0) suf[v] = x + carry;
+      carry += __shfl_sync(0xffffffffu, x, 31);
+    }
+  }
+  __syncthreads();
+  return vmax;
+}
+// The item at position pos of that order (pos < suf[0]); warp-uniform.
+__device__ __forceinline__ Item item_at_rank(const Params& p, const int* suf, int vmax, int pos, int lane) {
+  int lo = 0, hi = vmax;  // the largest v with suf[v] > pos
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (suf[mid] > pos) lo = mid;
+    else hi = mid - 1;
+  }
+  const int v = lo;
+  int rem = pos - suf[v + 1];
+  const int lead = __ldg(p.qo_indptr);
+  const int lead_items = v == 0 && lead > 0 ? ceil_div_i(lead, QT) : 0;
+  if (rem < lead_items) return item_natural(p, -1, rem);
+  rem -= lead_items;
+  int b = 0, r = 0;
+  warp_rank(p.B, lane, rem, [&](int bb) {
+    const SeqQK s = seq_qk(p, bb);
+    return first_with_tiles(s.ql, s.kl, v + 1) - first_with_tiles(s.ql, s.kl, v);
+  }, b, r);
+  const SeqQK s = seq_qk(p, b);
+  return item_natural(p, b, first_with_tiles(s.ql, s.kl, v) + r);
+}
+
 // PERSIST 1 on the pipelined schedule (WARPS 12, STAGES 3): the CTA's items (query tiles w = blockIdx.x,
 // + gridDim.x, ...) as one stream of key tiles g = 0 .. G-1 run by tile_wgmma3's two-barrier protocol
 // without a break between items, so that the next item's first tile, its Q and the previous item's
@@ -1226,14 +1358,24 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
   auto ntiles_at = [&](int k) { return ceil_div_i(item_at(k).kv_hi, T); };
 
   // ── the item list: warp i decodes candidates i, i + W, ... (fills the empty ones), thread 0
-  // compacts the others in order ──
-  const int cand = p.tiles > static_cast<int>(blockIdx.x)
-                       ? imin(ceil_div_i(p.tiles - static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)), MAXI)
-                       : 0;
+  // compacts the others in order. ORDER 2: candidate r is position r * G + (r even ? c : G - 1 - c)
+  // of the order by key tiles (tile_count_suffix, its counts in stage 0 before any load); ORDER 0/1
+  // (or a launch past its counts' room): tile blockIdx.x + r * gridDim.x of map_tile's order. ──
+  const int G_ = static_cast<int>(gridDim.x), c_ = static_cast<int>(blockIdx.x);
+  int* const suf = reinterpret_cast<int*>(stages);
+  const int vmax = KA_ORDER == 2 ? tile_count_suffix(p, suf, WG_STAGE_BYTES / 4, meta) : -1;
+  const int total = vmax >= 0 ? suf[0] : p.tiles;
+  const int cand = imin(vmax >= 0 ? ceil_div_i(total, G_) : total > c_ ? ceil_div_i(total - c_, G_) : 0, MAXI);
   for (int i = warp; i < cand; i += W) {
     int b, tile;
     Item it{};
-    if (map_tile(p, ord, static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x), lane, b, tile)) {
+    if (vmax >= 0) {
+      const int pos = i * G_ + ((i & 1) ? G_ - 1 - c_ : c_);
+      if (pos < total) {
+        it = item_at_rank(p, suf, vmax, pos, lane);
+        if (it.kv_hi <= 0) fill_empty(p, it, lane, 32);
+      }
+    } else if (map_tile(p, ord, c_ + i * G_, lane, b, tile)) {
       it = item_of(p, b, tile);
       if (it.kv_hi <= 0) fill_empty(p, it, lane, 32);
     } else {

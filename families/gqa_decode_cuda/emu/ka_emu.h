@@ -566,6 +566,11 @@ inline int atomicExch(int* p, int v) {
   *p = v;
   return o;
 }
+inline int atomicMax(int* p, int v) {
+  int o = *p;
+  if (v > o) *p = v;
+  return o;
+}
 inline float __uint_as_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
