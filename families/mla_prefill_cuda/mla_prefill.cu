@@ -575,6 +575,35 @@ __device__ __forceinline__ void row_stats(const Params& p, Rows st, float* inv_s
     }
   }
 }
+// O (an O warpgroup's DC / 2 dims) += P V of a key tile, waited for: A = P from shared memory
+// (descriptor dp0, K-major, 32 bytes per k-step), B = the tile's ckv rows MN-major (dv0, 16 rows of
+// 128 bytes per k-step).
+__device__ __forceinline__ void pv_ss(float (&o)[(DC / 2) / 8][4], uint64_t dp0, uint64_t dv0) {
+  wgmma_fence();
+#pragma unroll
+  for (int kt = 0; kt < T / 16; ++kt)
+    wgmma_ss_tb<DC / 2>(o, dp0 + static_cast<uint64_t>((kt * 32) >> 4), dv0 + static_cast<uint64_t>((kt * 16 * 128) >> 4));
+  wgmma_commit();
+  wgmma_wait_n<0>();
+  fence_operands(o);
+}
+// The wgmma paths' output: O warpgroup og writes its DC / 2 dims of rows r0 and r1 of an item (the
+// rows of its nq tokens from row0 on), scaled by 1/l from inv_b (-1: the row saw no key: NaN, or 0
+// with KA_MASKED_ROW_ZERO).
+__device__ __forceinline__ void write_o_rows(const Params& p, const float (&o)[(DC / 2) / 8][4], const float* inv_b,
+                                           int64_t row0, int nq, int og, int r0, int r1, int cq) {
+  const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = h ? r1 : r0;
+    if (r / H >= nq) continue;
+    const float inv = inv_b[r];
+    uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + og * (DC / 2));
+#pragma unroll
+    for (int n = 0; n < (DC / 2) / 8; ++n)
+      dst[(8 * n + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+  }
+}
 #endif
 
 // Unmasked score count of a sequence (its share of the work), plus its rows (for the writes).
@@ -585,6 +614,30 @@ __device__ __forceinline__ float seq_cost(int ql, int kl) {
   return 0.5f * static_cast<float>(kl + vlo) * static_cast<float>(kl - vlo + 1) + static_cast<float>(ql);
 }
 
+// The warp's search for rank rem among positions i = 0 .. B-1 holding cnt(i) each: i and the rank
+// within it (false when rem is past them all). Warp-uniform; every lane gets the result.
+template <typename Cnt>
+__device__ __forceinline__ bool warp_rank(int B, int lane, int rem, Cnt&& cnt, int& b_out, int& r_out) {
+  for (int base = 0; base < B; base += 32) {
+    const int b = base + lane;
+    const int n = b < B ? cnt(b) : 0;
+    int incl = n;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
+      if (lane >= d) incl += o;
+    }
+    const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
+    if (bal) {
+      const int src = __popc((bal & (~bal + 1u)) - 1u);
+      b_out = base + src;
+      r_out = rem - __shfl_sync(0xffffffffu, incl - n, src);
+      return true;
+    }
+    rem -= __shfl_sync(0xffffffffu, incl, 31);
+  }
+  return false;
+}
 // Maps tile number t to (sequence, local tile) by a warp scan over per-sequence tile counts in the
 // order ord (identity when ord is null). Sequence -1 is the leading rows before qo_indptr[0].
 // Warp-uniform; every lane gets the result. Returns false when t is past the last tile.
@@ -596,34 +649,16 @@ __device__ __forceinline__ bool map_tile(const Params& p, const int* ord, int t,
     tile_out = t;
     return true;
   }
-  int rem = t - lead_tiles;
-  for (int base = 0; base < p.B; base += 32) {
-    const int i = base + lane;
-    int b = i;
-    int n = 0;
-    if (i < p.B) {
-      if (ord) b = ord[i];
-      const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
-      n = ql > 0 ? ceil_div_i(ql, QT) : 0;
-    }
-    int incl = n;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
-      if (lane >= d) incl += o;
-    }
-    const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
-    if (bal) {
-      const int src = __popc((bal & (~bal + 1u)) - 1u);
-      const int bb = __shfl_sync(0xffffffffu, b, src);
-      const int before = __shfl_sync(0xffffffffu, incl - n, src);
-      b_out = bb;
-      tile_out = rem - before;
-      return true;
-    }
-    rem -= __shfl_sync(0xffffffffu, incl, 31);
-  }
-  return false;
+  auto seq = [&](int i) { return ord ? ord[i] : i; };
+  int i;
+  if (!warp_rank(p.B, lane, t - lead_tiles, [&](int j) {
+        const int b = seq(j);
+        const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
+        return ql > 0 ? ceil_div_i(ql, QT) : 0;
+      }, i, tile_out))
+    return false;
+  b_out = seq(i);
+  return true;
 }
 
 // A query tile (an item: up to QT tokens of one sequence, or of the leading rows when b < 0) and what
@@ -942,14 +977,7 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
       wgmma_wait_n<0>();
       fence_operands(o);
     } else {  // A = P from shared memory, K-major
-      const uint64_t dp0 = sw128_desc(p_base, 16), dv0 = sw128_desc(ks + (NB / 64) * T * 128, T * 128);
-      wgmma_fence();
-#pragma unroll
-      for (int kt = 0; kt < KT; ++kt)
-        wgmma_ss_tb<NB>(o, dp0 + static_cast<uint64_t>((kt * 32) >> 4), dv0 + static_cast<uint64_t>((kt * 16 * 128) >> 4));
-      wgmma_commit();
-      wgmma_wait_n<0>();
-      fence_operands(o);
+      pv_ss(o, sw128_desc(p_base, 16), sw128_desc(ks + (NB / 64) * T * 128, T * 128));
     }
   }
   cp_async_wait_n<0>();
@@ -957,21 +985,68 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
   // ── epilogue: 1/l per row from warpgroup 0, then each warpgroup writes its half of every row ──
   if (wg == 0) row_stats(p, st, inv_smem, row0, nq, r0, lane);
   __syncthreads();
-  const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = h ? r1 : r0;
-    if (r / H >= nq) continue;
-    const float inv = inv_smem[r];
-    uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + wg * NB);
-#pragma unroll
-    for (int n = 0; n < NB / 8; ++n)
-      dst[(8 * n + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
-  }
+  write_o_rows(p, o, inv_smem, row0, nq, wg, r0, r1, cq);
 }
 #endif
 
 #if KA_MMA && KA_WARPS == 12
+// The steps both WARPS 12 schedules (tile_wgmma3, stream_wgmma3) run per key tile.
+constexpr int W3_KSC = (DC - QTAIL_CKV) / 16;  // S k-steps with A (Q's ckv dims) from registers
+constexpr int W3_KSP = (QTAIL_CKV + DP) / 16;  // with A from shared memory (Q's tail)
+constexpr int W3_NB = DC / 2;                  // O dims per O warpgroup (one wgmma N)
+constexpr int W3_PBLK = CPC / 8;               // the kpe column block of a stage (P goes there)
+constexpr int W3_PROW = 2 * T;                 // bytes per P row (swizzle 128 B for 64 keys, 64 B for 32)
+// Warpgroup 0: S = Q K^T of the tile in the stage at ks into s, issued and committed (not waited
+// for): W3_KSC k-steps with A = qf, then W3_KSP with A = Q's tail at descriptor dqp.
+__device__ __forceinline__ void w3_issue_s(float (&s)[T / 8][4], const uint32_t (&qf)[W3_KSC][4], uint32_t ks,
+                                           uint64_t dqp) {
+#pragma unroll
+  for (int j = 0; j < T / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+  const uint64_t dk0 = sw128_desc(ks, 16);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < W3_KSC; ++kk)
+    wgmma_rs<T>(s, qf[kk], dk0 + static_cast<uint64_t>(((kk >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+#pragma unroll
+  for (int kk = 0; kk < W3_KSP; ++kk)
+    wgmma_ss<T>(s, dqp + static_cast<uint64_t>(((kk >> 2) * M * 128 + (kk & 3) * 32) >> 4),
+                dk0 + static_cast<uint64_t>((((W3_KSC + kk) >> 2) * T * 128 + (kk & 3) * 32) >> 4));
+  wgmma_commit();
+}
+// Warpgroup 0: the softmax of key tile t of an item (mask from tile nomask on; lim: the last key rows
+// r0 and r1 see), P into the kpe block of the tile's stage at stage (S was its last reader; P V of
+// the previous tile reads another stage), K-major rows of W3_PROW bytes, chunk j of row r at
+// (j ^ swizzle(r)); the rows' rescale factors into alpha_b (clear: 0, an item's first tile in a
+// stream, so that P V also clears the previous item's O).
+__device__ __forceinline__ void w3_softmax_p(const Params& p, float (&s)[T / 8][4], Rows& st, unsigned char* stage,
+                                             float* alpha_b, int t, int nomask, int lim, int r0, int r1, int cq,
+                                             int lane, bool clear) {
+  unsigned char* const pb = stage + W3_PBLK * T * 128;
+  auto p_off = [](int r, int j) {
+    const int a = r * W3_PROW + j * 16;
+    return a ^ (((a >> 7) & (W3_PROW / 16 - 1)) << 4);
+  };
+  auto store = [&](int j, uint32_t w0, uint32_t w1) {
+    *reinterpret_cast<uint32_t*>(pb + p_off(r0, j) + cq * 2) = w0;
+    *reinterpret_cast<uint32_t*>(pb + p_off(r1, j) + cq * 2) = w1;
+  };
+  float a0, a1;
+  if (t >= nomask) softmax_tile<true>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
+  else softmax_tile<false>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
+  if ((lane & 3) == 0) {
+    alpha_b[r0] = clear ? 0.f : a0;
+    alpha_b[r1] = clear ? 0.f : a1;
+  }
+}
+// O warpgroup og: O = O alpha + P V for the tile in the stage at vs (P in its kpe block), waited for.
+__device__ __forceinline__ void w3_pv(float (&o)[W3_NB / 8][4], const unsigned char* vs, const float* alpha_b, int og,
+                                      int r0, int r1) {
+  rescale_o(o, alpha_b[r0], alpha_b[r1]);
+  const uint32_t pa = smem_u32(vs + W3_PBLK * T * 128);
+  const uint64_t dp0 = W3_PROW == 128 ? sw128_desc(pa, 16) : sw64_desc(pa);
+  pv_ss(o, dp0, sw128_desc(smem_u32(vs + og * (W3_NB / 64) * T * 128), T * 128));
+}
+
 // One query tile on the pipelined wgmma path (KA_MMA 1, WARPS 12; see the header's "KA_MMA").
 // Warpgroup 0 holds the ckv part of Q as wgmma A fragments in registers for the whole tile and
 // computes S(t) = Q K(t)^T (32 k-steps from registers, the 4 kpe ones with A from shared memory)
@@ -987,16 +1062,12 @@ __device__ __forceinline__ void tile_wgmma(const Params& p, unsigned char* smem,
 // softmax of t (see KA_SAHEAD); the O warpgroups' side is the same with one barrier.
 __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem, int k0, int kl, int delta, int i0,
                                             int nq, int kv_hi, int ntiles, int nomask, int64_t row0) {
-  constexpr int NB = DC / 2;        // O dims per O warpgroup (one wgmma N)
-  constexpr int KSC = (DC - QTAIL_CKV) / 16;  // S k-steps with A (Q's ckv dims) from registers
-  constexpr int KSP = (QTAIL_CKV + DP) / 16;  // with A from shared memory (Q's tail)
+  constexpr int NB = W3_NB;         // O dims per O warpgroup (one wgmma N)
+  constexpr int KSC = W3_KSC;       // S k-steps with A (Q's ckv dims) from registers
   constexpr int QCH = (DC - QTAIL_CKV) / 8;   // 16-byte chunks of a Q row held in registers
   constexpr int NTT = T / 8;        // S n8 blocks
-  constexpr int KT = T / 16;        // P·V k-steps
   constexpr int KCH = CPR;          // 16-byte chunks per row
   constexpr int KCC = CPC;          // of which ckv
-  constexpr int PBLK = KCC / 8;     // the kpe column block of a stage (P goes there)
-  constexpr int PROW = 2 * T;       // bytes per P row (swizzle 128 B for 64 keys, 64 B for 32)
   constexpr int AH = STAGES - 2;    // tiles whose loads are in flight ahead of the one computed
   // Registers per thread: REGS_LAUNCH at launch; warpgroup 0 (Q fragments, S) takes 184, the O
   // warpgroups 160 (184 + 2 x 160 = 3 x 168).
@@ -1064,41 +1135,13 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
     const uint64_t dqp = sw128_desc(smem_u32(qpe_smem), 16);
     // S(t) = Q K(t)^T into acc, issued and committed (not waited for).
     auto issue_s = [&](float(&acc)[NTT][4], int t) {
-      const uint32_t ks = smem_u32(stages + (t % STAGES) * WG_STAGE_BYTES);
-#pragma unroll
-      for (int j = 0; j < NTT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-      const uint64_t dk0 = sw128_desc(ks, 16);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < KSC; ++kk)
-        wgmma_rs<T>(acc, qf[kk], dk0 + static_cast<uint64_t>(((kk >> 2) * T * 128 + (kk & 3) * 32) >> 4));
-#pragma unroll
-      for (int kk = 0; kk < KSP; ++kk)
-        wgmma_ss<T>(acc, dqp + static_cast<uint64_t>(((kk >> 2) * M * 128 + (kk & 3) * 32) >> 4),
-                    dk0 + static_cast<uint64_t>((((KSC + kk) >> 2) * T * 128 + (kk & 3) * 32) >> 4));
-      wgmma_commit();
+      w3_issue_s(acc, qf, smem_u32(stages + (t % STAGES) * WG_STAGE_BYTES), dqp);
     };
-    // ── softmax(t) in base 2 (mask on diagonal tiles only). P(t) into the kpe block of tile t's
-    // stage (S(t) was its last reader; P V(t-1) reads the previous stage), K-major rows of PROW
-    // bytes, chunk j of row r at (j ^ swizzle(r)); the rescale factors into alpha buffer t%2 (P
-    // V(t-1) reads the other one). ──
+    // ── softmax(t) in base 2 (mask on diagonal tiles only); P(t) into tile t's stage, the rescale
+    // factors into alpha buffer t%2 (P V(t-1) reads the other one). ──
     auto softmax_p = [&](float(&s)[NTT][4], int t) {
-      unsigned char* const pb = stages + (t % STAGES) * WG_STAGE_BYTES + PBLK * T * 128;
-      auto p_off = [](int r, int j) {
-        const int a = r * PROW + j * 16;
-        return a ^ (((a >> 7) & (PROW / 16 - 1)) << 4);
-      };
-      auto store = [&](int j, uint32_t w0, uint32_t w1) {
-        *reinterpret_cast<uint32_t*>(pb + p_off(r0, j) + cq * 2) = w0;
-        *reinterpret_cast<uint32_t*>(pb + p_off(r1, j) + cq * 2) = w1;
-      };
-      float a0, a1;
-      if (t >= nomask) softmax_tile<true>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
-      else softmax_tile<false>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
-      if ((lane & 3) == 0) {
-        alpha_smem[(t & 1) * M + r0] = a0;
-        alpha_smem[(t & 1) * M + r1] = a1;
-      }
+      w3_softmax_p(p, s, st, stages + (t % STAGES) * WG_STAGE_BYTES, alpha_smem + (t & 1) * M, t, nomask, lim, r0,
+                   r1, cq, lane, false);
     };
     if constexpr (SA) {
       // S(0) before the loop; at Y(t) S(t+1) goes to the tensor cores (for the last tile too: its
@@ -1153,37 +1196,14 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
       cp_async_commit();
       next_page = page_of(t + AH + 1);
       if constexpr (!SA) cta_bar();  // B(t)
-      if (t > 0) {
-        const unsigned char* vs = stages + ((t - 1) % STAGES) * WG_STAGE_BYTES;
-        rescale_o(o, alpha_smem[((t - 1) & 1) * M + r0], alpha_smem[((t - 1) & 1) * M + r1]);
-        const uint32_t pa = smem_u32(vs + PBLK * T * 128);
-        const uint64_t dp0 = PROW == 128 ? sw128_desc(pa, 16) : sw64_desc(pa);
-        const uint64_t dv0 = sw128_desc(smem_u32(vs + og * (NB / 64) * T * 128), T * 128);
-        wgmma_fence();
-#pragma unroll
-        for (int kt = 0; kt < KT; ++kt)
-          wgmma_ss_tb<NB>(o, dp0 + static_cast<uint64_t>((kt * 32) >> 4), dv0 + static_cast<uint64_t>((kt * 16 * 128) >> 4));
-        wgmma_commit();
-        wgmma_wait_n<0>();
-        fence_operands(o);
-      }
+      if (t > 0) w3_pv(o, stages + ((t - 1) % STAGES) * WG_STAGE_BYTES, alpha_smem + ((t - 1) & 1) * M, og, r0, r1);
       // tile t+1 landed (SAHEAD: tile t+2, which S(t+2) reads after Y(t+1))
       if constexpr (SA) cp_async_wait_n<AH - 2>();
       else cp_async_wait_n<AH - 1>();
       fence_proxy_async();
     }
     cta_bar();  // 1/l ready
-    const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = h ? r1 : r0;
-      if (r / H >= nq) continue;
-      const float inv = inv_smem[r];
-      uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + og * NB);
-#pragma unroll
-      for (int n = 0; n < NB / 8; ++n)
-        dst[(8 * n + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
-    }
+    write_o_rows(p, o, inv_smem, row0, nq, og, r0, r1, cq);
     setmaxnreg_inc<REGS_LAUNCH>();
   }
 }
@@ -1214,30 +1234,6 @@ struct SeqQK {
 __device__ __forceinline__ SeqQK seq_qk(const Params& p, int b) {
   const int q0 = __ldg(p.qo_indptr + b), k0 = __ldg(p.kv_indptr + b);
   return SeqQK{__ldg(p.qo_indptr + b + 1) - q0, imax(__ldg(p.kv_indptr + b + 1) - k0, 0)};
-}
-// The warp's search for rank rem among sequences b = 0 .. B-1 holding cnt(b) each: b and the rank
-// within it (false when rem is past them all). Warp-uniform.
-template <typename Cnt>
-__device__ __forceinline__ bool warp_rank(int B, int lane, int rem, Cnt&& cnt, int& b_out, int& r_out) {
-  for (int base = 0; base < B; base += 32) {
-    const int b = base + lane;
-    const int n = b < B ? cnt(b) : 0;
-    int incl = n;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
-      if (lane >= d) incl += o;
-    }
-    const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
-    if (bal) {
-      const int src = __popc((bal & (~bal + 1u)) - 1u);
-      b_out = base + src;
-      r_out = rem - __shfl_sync(0xffffffffu, incl - n, src);
-      return true;
-    }
-    rem -= __shfl_sync(0xffffffffu, incl, 31);
-  }
-  return false;
 }
 // Fills suf[v] (v = 0 .. vmax + 1) with the number of the launch's items with at least v key tiles
 // (suf[0]: all of them) and returns vmax, or -1 when it exceeds cap - 2 (the caller falls back to the
@@ -1330,16 +1326,12 @@ __device__ __forceinline__ Item item_at_rank(const Params& p, const int* suf, in
 //                wait at the end of the iteration covers tile g+1 and, when g+1 starts an item, its Q.
 // The item list (geometry, empty items filled at once) is built in shared memory first.
 __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* smem, const int* ord) {
-  constexpr int NB = DC / 2;
-  constexpr int KSC = (DC - QTAIL_CKV) / 16;  // S k-steps with A from registers
-  constexpr int KSP = (QTAIL_CKV + DP) / 16;  // with A = Q's tail from shared memory
+  constexpr int NB = W3_NB;
+  constexpr int KSC = W3_KSC;
   constexpr int QCH = (DC - QTAIL_CKV) / 8;   // 16-byte chunks of a Q row held in registers
   constexpr int QPE_BYTES = M * 2 * (QTAIL_CKV + DP);
   constexpr int NTT = T / 8;
-  constexpr int KT = T / 16;
   constexpr int KCC = CPC;
-  constexpr int PBLK = KCC / 8;
-  constexpr int PROW = 2 * T;
   constexpr int AH = STAGES - 2;
   static_assert(QTAIL_CKV == 64 && AH == 1, "stream_wgmma3: STAGES 3");
   unsigned char* const stages = smem;
@@ -1462,20 +1454,8 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
       float s[NTT][4];
       if (g < G) {
         if (t == 0 && g > 0) load_qf();  // Q(k) landed (warpgroups 1-2 waited for it)
-        const uint32_t ks = smem_u32(stages + (g % STAGES) * WG_STAGE_BYTES);
-#pragma unroll
-        for (int j = 0; j < NTT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-        const uint64_t dk0 = sw128_desc(ks, 16);
-        const uint64_t dqp = sw128_desc(smem_u32(qpe0 + (k & 1) * QPE_BYTES), 16);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < KSC; ++kk)
-          wgmma_rs<T>(s, qf[kk], dk0 + static_cast<uint64_t>(((kk >> 2) * T * 128 + (kk & 3) * 32) >> 4));
-#pragma unroll
-        for (int kk = 0; kk < KSP; ++kk)
-          wgmma_ss<T>(s, dqp + static_cast<uint64_t>(((kk >> 2) * M * 128 + (kk & 3) * 32) >> 4),
-                      dk0 + static_cast<uint64_t>((((KSC + kk) >> 2) * T * 128 + (kk & 3) * 32) >> 4));
-        wgmma_commit();
+        w3_issue_s(s, qf, smem_u32(stages + (g % STAGES) * WG_STAGE_BYTES),
+                   sw128_desc(smem_u32(qpe0 + (k & 1) * QPE_BYTES), 16));
         wgmma_wait_n<0>();
         fence_operands(s);
       }
@@ -1486,25 +1466,9 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
         row_stats(p, st, inv_smem + ((k - 1) & 1) * M, static_cast<int64_t>(pv.rowtok) * H, pv.nq, r0, lane);
         st = Rows{kNegInf, kNegInf, 0.f, 0.f};
       }
-      {
-        unsigned char* const pb = stages + (g % STAGES) * WG_STAGE_BYTES + PBLK * T * 128;
-        auto p_off = [](int r, int j) {
-          const int a = r * PROW + j * 16;
-          return a ^ (((a >> 7) & (PROW / 16 - 1)) << 4);
-        };
-        auto store = [&](int j, uint32_t w0, uint32_t w1) {
-          *reinterpret_cast<uint32_t*>(pb + p_off(r0, j) + cq * 2) = w0;
-          *reinterpret_cast<uint32_t*>(pb + p_off(r1, j) + cq * 2) = w1;
-        };
-        const int lim = imin(cur.i0 + r0 / H + cur.delta, cur.kl - 1);
-        float a0, a1;
-        if (t >= cur.nomask) softmax_tile<true>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
-        else softmax_tile<false>(s, st, p.scale_log2, t * T, lim, lim, cq, a0, a1, store);
-        if ((lane & 3) == 0) {  // an item's first tile: 0, which also clears the previous item's O
-          alpha_smem[(g & 1) * M + r0] = t == 0 ? 0.f : a0;
-          alpha_smem[(g & 1) * M + r1] = t == 0 ? 0.f : a1;
-        }
-      }
+      // P(g); an item's first tile writes alpha 0, which also clears the previous item's O.
+      w3_softmax_p(p, s, st, stages + (g % STAGES) * WG_STAGE_BYTES, alpha_smem + (g & 1) * M, t, cur.nomask,
+                   imin(cur.i0 + r0 / H + cur.delta, cur.kl - 1), r0, r1, cq, lane, t == 0);
       fence_proxy_async();  // P(g), before warpgroups 1-2's wgmma reads it
       if (++t == nt) {
         ++k;
@@ -1525,21 +1489,9 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
     float o[NB / 8][4];
 #pragma unroll
     for (int j = 0; j < NB / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-    const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
     auto write_o = [&](int kk) {  // item kk's O rows (this warpgroup's dims), 1/l from buffer kk % 2
       const Item it = item_at(kk);
-      const float* const inv_b = inv_smem + (kk & 1) * M;
-      const int64_t row0 = static_cast<int64_t>(it.rowtok) * H;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = h ? r1 : r0;
-        if (r / H >= it.nq) continue;
-        const float inv = inv_b[r];
-        uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + og * NB);
-#pragma unroll
-        for (int j = 0; j < NB / 8; ++j)
-          dst[(8 * j + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
-      }
+      write_o_rows(p, o, inv_smem + (kk & 1) * M, static_cast<int64_t>(it.rowtok) * H, it.nq, og, r0, r1, cq);
     };
     TilePages<256> next_page{};
     if (AH < G) next_page = gather_next();
@@ -1561,20 +1513,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
         load_q(item_at(k + 1), (k + 1) & 1, tid - 128, NT - 128);
         cp_async_commit();
       }
-      if (g > 0) {
-        const unsigned char* vs = stages + ((g - 1) % STAGES) * WG_STAGE_BYTES;
-        rescale_o(o, alpha_smem[((g - 1) & 1) * M + r0], alpha_smem[((g - 1) & 1) * M + r1]);
-        const uint32_t pa = smem_u32(vs + PBLK * T * 128);
-        const uint64_t dp0 = PROW == 128 ? sw128_desc(pa, 16) : sw64_desc(pa);
-        const uint64_t dv0 = sw128_desc(smem_u32(vs + og * (NB / 64) * T * 128), T * 128);
-        wgmma_fence();
-#pragma unroll
-        for (int kt = 0; kt < KT; ++kt)
-          wgmma_ss_tb<NB>(o, dp0 + static_cast<uint64_t>((kt * 32) >> 4), dv0 + static_cast<uint64_t>((kt * 16 * 128) >> 4));
-        wgmma_commit();
-        wgmma_wait_n<0>();
-        fence_operands(o);
-      }
+      if (g > 0) w3_pv(o, stages + ((g - 1) % STAGES) * WG_STAGE_BYTES, alpha_smem + ((g - 1) & 1) * M, og, r0, r1);
       if (g == G) break;
       if (first && k > 0) due = k - 1;  // its last P V was the one just done
       if (++t == nt) {
