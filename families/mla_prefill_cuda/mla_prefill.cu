@@ -233,6 +233,7 @@ inline void setmaxnreg_inc() {}
 template <int N>
 inline void setmaxnreg_dec() {}
 inline void cta_bar() { __syncthreads(); }
+[[maybe_unused]] inline void wg0_bar() { emu::named_sync(2, 128); }
 template <int N>
 inline void wgmma_wait_n() { wgmma_wait(N); }
 template <typename X, int R, int C>
@@ -406,6 +407,8 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&
 // A CTA barrier for code where the warpgroups run different branches (barrier.sync without
 // .aligned: the warps need not reach the same instruction); barrier 1, every thread.
 [[maybe_unused]] __device__ __forceinline__ void cta_bar() { asm volatile("barrier.sync 1, %0;\n" ::"n"(NT) : "memory"); }
+// Warpgroup 0 alone (the item stream's Q loads).
+[[maybe_unused]] __device__ __forceinline__ void wg0_bar() { asm volatile("barrier.sync 2, 128;\n" ::: "memory"); }
 // O += A B with A from registers and B from a descriptor, MN-major (transpose bit set).
 template <int N>
 __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t db) {
@@ -1309,21 +1312,22 @@ __device__ __forceinline__ Item item_at_rank(const Params& p, const int* suf, in
   return item_natural(p, b, first_with_tiles(s.ql, s.kl, v) + r);
 }
 
-// PERSIST 1 on the pipelined schedule (WARPS 12, STAGES 3): the CTA's items (query tiles w = blockIdx.x,
-// + gridDim.x, ...) as one stream of key tiles g = 0 .. G-1 run by tile_wgmma3's two-barrier protocol
-// without a break between items, so that the next item's first tile, its Q and the previous item's
-// epilogue overlap the tensor-core work (a CTA per item paid the Q load, the pipeline fill and the
-// output write with the tensor cores idle, one CTA per SM). Per iteration g (tile g of item k, its
-// local tile t), besides tile_wgmma3's work:
-//   warpgroup 0  at A(g), t == 0: Q(k)'s ckv fragments from the staging buffer into registers, then
-//                S(g) with Q(k)'s kpe part from buffer k%2; after B(g), t == 0: item k-1's row
-//                statistics (1/l into buffer (k-1)%2, its lse) and a fresh softmax state.
+// PERSIST 1 on the pipelined schedule (WARPS 12, STAGES 3): the CTA's items (query tiles; ORDER 2:
+// dealt in snake order, see above) as one stream of key tiles g = 0 .. G-1 run by tile_wgmma3's
+// two-barrier protocol without a break between items, so that the next item's Q and first tile
+// and the previous item's output overlap the tensor-core work (a CTA per item paid the Q load, the
+// pipeline fill and the output write with the tensor cores idle, one CTA per SM). Per iteration g
+// (tile g of item k, its local tile t), besides tile_wgmma3's work:
+//   warpgroup 0  at A(g), t == 0: waits for its own loads of Q(k) (then a warpgroup barrier), takes
+//                Q(k)'s fragments from the staging buffer, issues S(g) (Q's tail from buffer k%2),
+//                and while S runs issues Q(k+1)'s loads (each warp its own 16 rows of the staging
+//                buffer, which only it has read; tail buffer (k+1)%2, item k-1's). Its cp.async
+//                groups are its own, so the O warpgroups' per-tile waits do not wait for Q.
+//                After B(g), t == 0: item k-1's row statistics (1/l into buffer (k-1)%2, its lse)
+//                and a fresh softmax state; the alpha of an item's first tile is 0.
 //   warpgroups   after A(g): the gather of tile g+AH (its item's pages); if tile g-1 was the first of
 //   1-2          item k (k > 0), item k-1's O (complete since P V(g-2)) is written with 1/l from
-//                buffer (k-1)%2, and O is zeroed. After B(g), t == 0:
-//                Q(k+1) into the staging buffer (warpgroup 0 has read Q(k)) and kpe buffer (k+1)%2
-//                (item k-1's, whose last S is done), its own cp.async group; then P(g-1) V(g-1). The
-//                wait at the end of the iteration covers tile g+1 and, when g+1 starts an item, its Q.
+//                buffer (k-1)%2; P V(g) then clears O (alpha 0). After B(g): P(g-1) V(g-1).
 // The item list (geometry, empty items filled at once) is built in shared memory first.
 __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* smem, const int* ord) {
   constexpr int NB = W3_NB;
@@ -1392,13 +1396,14 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
   const int n = meta[0], G = meta[1];
   if (G == 0) return;  // CTA-uniform
 
-  // Q of item k: the ckv part into the staging buffer, the kpe part into buffer kb (threads first,
-  // first + stride, ...); rows past the item's tokens zero-filled.
-  auto load_q = [&](const Item& it, int kb, int first, int stride) {
+  // Q of an item, rows [rlo, rlo + rows): the ckv part but its tail into the staging buffer, the
+  // rest into tail buffer kb (threads first, first + stride, ... of the rows' chunks); rows past the
+  // item's tokens zero-filled.
+  auto load_q = [&](const Item& it, int kb, int rlo, int rows, int first, int stride) {
     const int64_t row0 = static_cast<int64_t>(it.rowtok) * H;
     unsigned char* const qpe = qpe0 + kb * QPE_BYTES;
-    for (int c = first; c < M * CPR; c += stride) {
-      const int r = c / CPR, col = c % CPR;
+    for (int c = first; c < rows * CPR; c += stride) {
+      const int r = rlo + c / CPR, col = c % CPR;
       const bool ok = r / H < it.nq;
       const int64_t qrow = ok ? row0 + r : 0;
       const uint16_t* src = col < KCC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - KCC) * 8;
@@ -1419,7 +1424,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
     return pg;
   };
   {
-    load_q(item_at(0), 0, tid, NT);
+    load_q(item_at(0), 0, 0, M, tid, NT);
     if (wg > 0) gather_tile<256>(p, stages, gather_next(), tid - 128);
     cp_async_commit();
     if (wg > 0) {
@@ -1453,9 +1458,19 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
       cta_bar();  // A(g)
       float s[NTT][4];
       if (g < G) {
-        if (t == 0 && g > 0) load_qf();  // Q(k) landed (warpgroups 1-2 waited for it)
+        if (t == 0 && g > 0) {  // Q(k): this warpgroup's own loads, issued at item k-1's start
+          cp_async_wait_n<0>();
+          fence_proxy_async();  // (its tail is a wgmma operand)
+          wg0_bar();
+          load_qf();
+        }
         w3_issue_s(s, qf, smem_u32(stages + (g % STAGES) * WG_STAGE_BYTES),
                    sw128_desc(smem_u32(qpe0 + (k & 1) * QPE_BYTES), 16));
+        if (t == 0 && k + 1 < n) {  // Q(k+1) while S runs: each warp its own 16 rows of the staging
+          // buffer (only it reads them, by its ldmatrix above); tail buffer (k+1)%2 was item k-1's
+          load_q(item_at(k + 1), (k + 1) & 1, 16 * ((tid >> 5) & 3), 16, lane, 32);
+          cp_async_commit();
+        }
         wgmma_wait_n<0>();
         fence_operands(s);
       }
@@ -1508,11 +1523,6 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
       }
       cta_bar();  // B(g)
       const bool first = g < G && t == 0;
-      const bool qload = first && k + 1 < n;
-      if (qload) {  // Q(k+1): warpgroup 0 read Q(k) before B(g)
-        load_q(item_at(k + 1), (k + 1) & 1, tid - 128, NT - 128);
-        cp_async_commit();
-      }
       if (g > 0) w3_pv(o, stages + ((g - 1) % STAGES) * WG_STAGE_BYTES, alpha_smem + ((g - 1) & 1) * M, og, r0, r1);
       if (g == G) break;
       if (first && k > 0) due = k - 1;  // its last P V was the one just done
@@ -1521,10 +1531,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
         t = 0;
         nt = k < n ? ntiles_at(k) : 0;
       }
-      // Tile g+1 landed (its group is this iteration's gather, AH = 1), and its item's Q when it starts
-      // one: a Q load issued in this iteration stays in flight unless tile g+1 starts the next item.
-      if (qload && t != 0) cp_async_wait_n<1>();
-      else cp_async_wait_n<0>();
+      cp_async_wait_n<AH - 1>();  // tile g+1 landed (this iteration's gather)
       fence_proxy_async();
     }
     cta_bar();  // F
