@@ -173,7 +173,7 @@ constexpr int REGS_LAUNCH = 168;
 // part but its last QTAIL_CKV dims [64 x (DC - 64)] (swizzled; warpgroup 0 loads its fragments from
 // it), the rest of Q [64 x (64 + DP)] in two buffers (item parity), then two alpha and two 1/l
 // buffers and the CTA's item list (MAXI x 32 bytes, its length and tile count). Its warpgroups keep
-// the launch's 168 registers each (the O warpgroups need more than 160 for their item bookkeeping).
+// the launch's 168 registers each (with tile_wgmma3's 184 / 160 split the O warpgroups spilled).
 constexpr bool WG3P = WG3 && KA_PERSIST == 1;
 constexpr int QTAIL_CKV = WG3 && (KA_SAHEAD || WG3P) ? 64 : 0;
 constexpr int MAXI = 256;  // items per persistent CTA at most (the host sizes the grid for it)
@@ -1049,6 +1049,22 @@ __device__ __forceinline__ void w3_pv(float (&o)[W3_NB / 8][4], const unsigned c
   const uint64_t dp0 = W3_PROW == 128 ? sw128_desc(pa, 16) : sw64_desc(pa);
   pv_ss(o, dp0, sw128_desc(smem_u32(vs + og * (W3_NB / 64) * T * 128), T * 128));
 }
+// Q of an item (output rows from row0 on, nq tokens), rows [rlo, rlo + rows) of the 64: the ckv
+// dims held in warpgroup 0's registers into the staging buffer qs, the rest (Q's tail: the last
+// QTAIL_CKV ckv dims and the kpe part) into qtail, both swizzled; threads first, first + stride, ...
+// of the rows' 16-byte chunks; rows past the item's tokens zero-filled.
+__device__ __forceinline__ void w3_load_q(const Params& p, int64_t row0, int nq, unsigned char* qs, unsigned char* qtail,
+                                          int rlo, int rows, int first, int stride) {
+  constexpr int QCH = (DC - QTAIL_CKV) / 8;  // 16-byte chunks of a Q row held in registers
+  for (int c = first; c < rows * CPR; c += stride) {
+    const int r = rlo + c / CPR, col = c % CPR;
+    const bool ok = r / H < nq;
+    const int64_t qrow = ok ? row0 + r : 0;
+    const uint16_t* src = col < CPC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - CPC) * 8;
+    const uint32_t dst = col < QCH ? smem_u32(qs + sw_off(r, col, M)) : smem_u32(qtail + sw_off(r, col - QCH, M));
+    cp_async_16(dst, src, ok ? 16 : 0);
+  }
+}
 
 // One query tile on the pipelined wgmma path (KA_MMA 1, WARPS 12; see the header's "KA_MMA").
 // Warpgroup 0 holds the ckv part of Q as wgmma A fragments in registers for the whole tile and
@@ -1067,10 +1083,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
                                             int nq, int kv_hi, int ntiles, int nomask, int64_t row0) {
   constexpr int NB = W3_NB;         // O dims per O warpgroup (one wgmma N)
   constexpr int KSC = W3_KSC;       // S k-steps with A (Q's ckv dims) from registers
-  constexpr int QCH = (DC - QTAIL_CKV) / 8;   // 16-byte chunks of a Q row held in registers
   constexpr int NTT = T / 8;        // S n8 blocks
-  constexpr int KCH = CPR;          // 16-byte chunks per row
-  constexpr int KCC = CPC;          // of which ckv
   constexpr int AH = STAGES - 2;    // tiles whose loads are in flight ahead of the one computed
   // Registers per thread: REGS_LAUNCH at launch; warpgroup 0 (Q fragments, S) takes 184, the O
   // warpgroups 160 (184 + 2 x 160 = 3 x 168).
@@ -1094,15 +1107,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
   // Q: the ckv part into the last two stages (staging for warpgroup 0's registers), the kpe part into
   // its own block; rows past the tile's tokens are zero-filled. Tiles 0 .. AH-1 into their stages.
   {
-    unsigned char* const qs = stages + (STAGES - 2) * WG_STAGE_BYTES;
-    for (int c = tid; c < M * KCH; c += NT) {
-      const int r = c / KCH, col = c % KCH;
-      const bool ok = r / H < nq;
-      const int64_t qrow = ok ? row0 + r : 0;
-      const uint16_t* src = col < KCC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - KCC) * 8;
-      const uint32_t dst = col < QCH ? smem_u32(qs + sw_off(r, col, M)) : smem_u32(qpe_smem + sw_off(r, col - QCH, M));
-      cp_async_16(dst, src, ok ? 16 : 0);
-    }
+    w3_load_q(p, row0, nq, stages + (STAGES - 2) * WG_STAGE_BYTES, qpe_smem, 0, M, tid, NT);
     if (wg > 0) issue(0, 0);
     cp_async_commit();
     if (wg > 0) {
@@ -1332,10 +1337,8 @@ __device__ __forceinline__ Item item_at_rank(const Params& p, const int* suf, in
 __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* smem, const int* ord) {
   constexpr int NB = W3_NB;
   constexpr int KSC = W3_KSC;
-  constexpr int QCH = (DC - QTAIL_CKV) / 8;   // 16-byte chunks of a Q row held in registers
   constexpr int QPE_BYTES = M * 2 * (QTAIL_CKV + DP);
   constexpr int NTT = T / 8;
-  constexpr int KCC = CPC;
   constexpr int AH = STAGES - 2;
   static_assert(QTAIL_CKV == 64 && AH == 1, "stream_wgmma3: STAGES 3");
   unsigned char* const stages = smem;
@@ -1396,20 +1399,8 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
   const int n = meta[0], G = meta[1];
   if (G == 0) return;  // CTA-uniform
 
-  // Q of an item, rows [rlo, rlo + rows): the ckv part but its tail into the staging buffer, the
-  // rest into tail buffer kb (threads first, first + stride, ... of the rows' chunks); rows past the
-  // item's tokens zero-filled.
-  auto load_q = [&](const Item& it, int kb, int rlo, int rows, int first, int stride) {
-    const int64_t row0 = static_cast<int64_t>(it.rowtok) * H;
-    unsigned char* const qpe = qpe0 + kb * QPE_BYTES;
-    for (int c = first; c < rows * CPR; c += stride) {
-      const int r = rlo + c / CPR, col = c % CPR;
-      const bool ok = r / H < it.nq;
-      const int64_t qrow = ok ? row0 + r : 0;
-      const uint16_t* src = col < KCC ? p.q_nope + qrow * DC + col * 8 : p.q_pe + qrow * DP + (col - KCC) * 8;
-      const uint32_t dst = col < QCH ? smem_u32(qstg + sw_off(r, col, M)) : smem_u32(qpe + sw_off(r, col - QCH, M));
-      cp_async_16(dst, src, ok ? 16 : 0);
-    }
+  auto load_q = [&](const Item& it, int kb, int rlo, int rows, int first, int stride) {  // into tail buffer kb
+    w3_load_q(p, static_cast<int64_t>(it.rowtok) * H, it.nq, qstg, qpe0 + kb * QPE_BYTES, rlo, rows, first, stride);
   };
   // The gather walk: item gk, its local tile gt (of gn), stream tile gs.
   int gk = 0, gt = 0, gn = ntiles_at(0);
