@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The open GPU work of issues 5 and 6 as one resumable queue, for device sessions that may be cut
+# short (refusals are frequent; a call is at most 10 minutes; /tmp on the device machine survives
+# between calls only while the machine stays warm). Run it from the repo root on the H200, after
+# these steps here:
+#   scripts/device-pack.sh                 # .dev (kernelarc, its libraries) and .data/problems
+#   WORK=$PWD/.dev/gemm BUILD_ONLY=1 SKINNY_LABELS='^none$' bash bench/h200_gemm_family.sh
+# and carry [".dev", ".data"]. Each call runs the steps not yet done, in STEPS order, while the next
+# one fits in what is left of DEADLINE (seconds, default 570); a step's done-marker lives in STATE
+# (default /tmp/ka-next), so the next call on the warm machine goes on where this one stopped (on a
+# fresh machine everything starts again: name the steps still wanted in STEPS). A step that does
+# not fit ends the call (order is priority), unless SKIP_BIG=1 lets smaller later steps run.
+# Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
+# each step's logs come back as one archive under $OUT (at most 8 files come back per call).
+#
+# Steps (seconds reserved; the campaign steps use what is left of the call, up to their cap):
+#   mla_ab     (300) issue 6 line 3: the MLA prefill seed (WARPS 12, PERSIST 0) against the item
+#              stream (PERSIST 1, ORDER 1 and 2) on 019's five large workloads that the self-test
+#              can time in one process (bench/h200_prefill_ab.sh)
+#   gemm_diag  (150) issue 5 line 2: the persistent GEMM points against cuBLAS at M 8192 and 16294
+#              on the four wide shapes, then ncu (full set) on cuBLAS's kernel and p11 at N 5120,
+#              K 2048, M 16294 (the 0.87x case): kernel names, pipe and shared-memory load
+#   camp016    (260) issue 6 lines 1, 3, 4 on 016 (BUDGET 6; the piecewise plan composes the
+#              PERSIST=2 point for the large workloads since 5baeaf6)
+#   camp018_oracle, camp018   (540 each) 018 in two calls: the first makes the oracle's sets
+#              (ORACLE_S; they stay in /tmp/ka-cache), the second judges in one run
+#   camp019_oracle, camp019   (540 each) the same for 019
+#   camp014_oracle, camp014   (540 each) the same for 014 (its oracle makes ~44 of 60 sets in 300 s)
+set -uo pipefail
+FINAL=${OUT:-/tmp/ka-out}
+mkdir -p "$FINAL"
+STATE=${STATE:-/tmp/ka-next}
+mkdir -p "$STATE"
+DEADLINE=${DEADLINE:-570}
+START=$(date +%s)
+STEPS=${STEPS:-"mla_ab gemm_diag camp016 camp018_oracle camp018 camp019_oracle camp019 camp014_oracle camp014"}
+SUM=$FINAL/next_summary.txt
+left() { echo $((DEADLINE - ($(date +%s) - START))); }
+say() { echo "$*" | tee -a "$SUM"; }
+OPT_ARGS_ATT="--no-sol --time-compile --agents explorer,exploiter,modeler,transfer"
+
+step_mla_ab() {
+  local seed=QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=1,PERSIST=0,MMA=1,SAHEAD=0
+  OUT=$FINAL/mla_ab OLD=/nonexistent GQA_BOTH="" GQA_NEW="" MLA_BOTH="" \
+    MLA_NEW="$seed ${seed/PERSIST=0/PERSIST=1} ${seed/ORDER=1,PERSIST=0/ORDER=2,PERSIST=1}" \
+    MLA_ONLY=${MLA_ONLY:-74202b1d,733a7bbe,053a88a3,54187805,fe63f292} STEP_S=${STEP_S:-220} \
+    bash bench/h200_prefill_ab.sh >"$STATE/mla_ab.out" 2>&1
+  grep -vE '^(no |$)' "$STATE/mla_ab.out" | tail -30 >>"$SUM"
+}
+
+step_gemm_diag() {
+  local G=.dev/gemm D=$FINAL/gemm_diag l
+  mkdir -p "$D"
+  [[ -x $G/selftest ]] || { say "gemm_diag: no $G/selftest (build it here with BUILD_ONLY=1, see the header)"; return 1; }
+  for l in p11_p1_bn256_s4_sn32_r1 p12_pc2_bn256_s4_sn256_r1 p16_p1_bn128_s5_r1 p17_pc2_bn128_s5_r1; do
+    [[ -f $G/pts/$l/candidate.so ]] || { echo "no $l" >>"$D/notes.txt"; continue; }
+    timeout 90 "$G/selftest" --lib "$G/pts/$l/candidate.so" --label "$l" --reps 20 --hang-s 15 --dtypes fp16 \
+      --shapes 5120x2048,4096x4096,28672x4096,2048x4096 --ms 8192,16294 >"$D/selftest_$l.txt" 2>&1
+    echo "exit $?" >>"$D/selftest_$l.txt"
+  done
+  # ROW label dtype M N K status max_err bad ours_us cublas_us (bench/gemm_family_selftest.cu).
+  grep -h '^ROW' "$D"/selftest_*.txt >"$D/rows.txt"
+  if command -v ncu >/dev/null && [[ -f $G/pts/p11_p1_bn256_s4_sn32_r1/candidate.so ]]; then
+    timeout -k 10 150 ncu --clock-control none --set full --kernel-name regex:'gemm|nvjet|xmma|cutlass' \
+      --launch-count 4 "$G/selftest" --lib "$G/pts/p11_p1_bn256_s4_sn32_r1/candidate.so" --label p11 \
+      --reps 1 --hang-s 30 --dtypes fp16 --shapes 5120x2048 --ms 16294 >"$D/ncu_p11_5120.txt" 2>&1
+    echo "exit $?" >>"$D/ncu_p11_5120.txt"
+  fi
+  {
+    echo "== gemm_diag ($(date -u +%FT%TZ))"
+    cat "$D/rows.txt"
+    grep -E '^  [^ ].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Shared Memory|Registers Per|Issue Slots Busy|No Eligible|exit' \
+      "$D/ncu_p11_5120.txt" 2>/dev/null | head -40
+  } >>"$SUM"
+  tar czf "$FINAL/gemm_diag.tgz" -C "$FINAL" gemm_diag && rm -rf "$D"
+}
+
+# campaign PROBLEM TAG BUDGET PER_PROBLEM_S ORACLE_S: one bench/h200_campaign.sh run in its own
+# output folder, its optimize limited to what is left of the call.
+campaign() {
+  local prob=$1 tag=$2 budget=$3 pps=$4 oracle=$5 t
+  t=$(( $(left) - 25 ))
+  ((t > 590)) && t=590
+  ((pps > t - 120)) && pps=$((t - 120))
+  OUT=$FINAL/$tag CALIBRATE=0 READ_TB_S=${READ_TB_S:-3.54} COMPOSE_S=${COMPOSE_S:-50} DRAIN_S=${DRAIN_S:-50} \
+    PROBS=$prob BUDGET=$budget PER_PROBLEM_S=$pps OPT_TIMEOUT=$t ${oracle:+ORACLE_S=$oracle} \
+    OPT_ARGS="$OPT_ARGS_ATT" bash bench/h200_campaign.sh >"$STATE/$tag.out" 2>&1
+  tail -40 "$STATE/$tag.out" >>"$SUM"
+}
+step_camp016() { campaign 016_gqa_ragged_prefill_causal_h32_kv4_d128 camp016 6 110 ""; }
+step_camp018_oracle() { campaign 018_mla_paged_decode_h16_ckv512_kpe64_ps1 camp018o 4 450 $(( $(left) - 90 )); }
+step_camp018() { campaign 018_mla_paged_decode_h16_ckv512_kpe64_ps1 camp018 4 450 ""; }
+step_camp019_oracle() { campaign 019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1 camp019o 4 450 $(( $(left) - 90 )); }
+step_camp019() { campaign 019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1 camp019 4 450 ""; }
+step_camp014_oracle() { campaign 014_gqa_paged_prefill_causal_h32_kv4_d128_ps1 camp014o 6 300 $(( $(left) - 90 )); }
+step_camp014() { campaign 014_gqa_paged_prefill_causal_h32_kv4_d128_ps1 camp014 6 300 ""; }
+
+need() {
+  case $1 in
+    mla_ab) echo 300 ;;
+    gemm_diag) echo 150 ;;
+    camp016) echo 260 ;;
+    *) echo 540 ;;
+  esac
+}
+
+say "=== h200_next.sh $(date -u +%FT%TZ) on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $(git rev-parse --short HEAD 2>/dev/null); steps done before: $(ls "$STATE"/*.done 2>/dev/null | xargs -rn1 basename | tr '\n' ' ')"
+for s in $STEPS; do
+  [[ -f $STATE/$s.done ]] && continue
+  declare -F "step_$s" >/dev/null || { say "unknown step $s"; continue; }
+  if (($(left) < $(need "$s"))); then
+    say "-- $s needs $(need "$s") s, $(left) s left"
+    [[ ${SKIP_BIG:-0} == 1 ]] && continue
+    break
+  fi
+  t0=$(date +%s)
+  say "-- $s start ($(left) s left)"
+  "step_$s"
+  rc=$?
+  ((rc == 0)) && touch "$STATE/$s.done"
+  say "-- $s exit $rc, $(( $(date +%s) - t0 )) s"
+done
+say "=== end, $(left) s of $DEADLINE left; done: $(ls "$STATE"/*.done 2>/dev/null | xargs -rn1 basename | tr '\n' ' ')"
