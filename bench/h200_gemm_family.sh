@@ -179,6 +179,17 @@ declare -A PT=(
   [p16_p1_bn128_s5_r1]="BM=128 BN=128 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
   [p17_pc2_bn128_s5_r1]="BM=128 BN=128 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=2"
   [p18_p1_bm64_bn256_s5_r1]="BM=64 BN=256 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
+  [p20_p1_bn256_s4_r0]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=0 SMALLN=32 PERSIST=1 CLUSTER=1"
+  # PERSIST=2: the persistent ping-pong kernel (each consumer warpgroup its own 64 x BN tile, the
+  # epilogue of one under the other's MMAs); not yet run on a GPU.
+  [p21_pp_bn256_s4_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=1"
+  [p22_pp_bn128_s6_r1]="BM=128 BN=128 BK=64 STAGES=6 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=1"
+  # Timing diagnostics of p11 (KA_DIAG, wrong outputs; bench/h200_next.sh's gemm_diag runs them, the
+  # self-test below skips them): d01 without the epilogue, d02 also without the wgmmas, d03 storing C
+  # from registers instead of through shared memory and TMA (right outputs).
+  [d01_p11_noepi]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1 DIAG=1"
+  [d02_p11_nomma]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1 DIAG=2"
+  [d03_p11_stg]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1 DIAG=3"
 )
 # Small-M points of families/gemm_skinny_cuda (one launch of CUDA-core dot products; large M re-reads
 # B per MAXM rows of A, so their self-test stops at M = 200). s01/s02 were the fastest at M = 1
@@ -275,6 +286,7 @@ is_new() { [[ -n ${SK[$1]:-} ]]; }  # the skinny family's points: never yet run 
 RUN_ORDER=$(for l in $LABELS; do is_new "$l" && echo "$l"; done
             [[ ${SKINNY_ONLY:-0} == 1 ]] || for l in $LABELS; do is_new "$l" || echo "$l"; done)
 for l in $RUN_ORDER; do
+  [[ $l == d[0-9]* ]] && continue  # the timing diagnostics: wrong outputs by design
   if [[ ! -f $W/pts/$l/candidate.so || ! -x $W/selftest ]]; then
     echo "ROW $l - 0 0 0 NOT_BUILT 0 0 0 0" >"$OUT/selftest_$l.txt"
     continue
@@ -299,7 +311,7 @@ if [[ -f $W/pts/$l/candidate.so && -x $W/selftest ]] && (($(left) > RESERVE - 10
 fi
 
 # C alone 4-byte (not 16-byte) aligned: the persistent kernel's direct-store fallback (no TMA store).
-for l in p11_p1_bn256_s4_sn32_r1 p12_pc2_bn256_s4_sn256_r1; do
+for l in p11_p1_bn256_s4_sn32_r1 p12_pc2_bn256_s4_sn256_r1 p21_pp_bn256_s4_r1; do
   if [[ -f $W/pts/$l/candidate.so && -x $W/selftest ]] && (($(left) > RESERVE - 10)); then
     timeout 60 "$W/selftest" --lib "$W/pts/$l/candidate.so" --label "coff2_$l" --c-offset 2 --reps 0 \
       --ms 13,200,1024,4097 --hang-s 15 >"$OUT/selftest_coff2_$l.txt" 2>&1

@@ -17,9 +17,15 @@
 #   mla_ab     (300) issue 6 line 3: the MLA prefill seed (WARPS 12, PERSIST 0) against the item
 #              stream (PERSIST 1, ORDER 1 and 2) on 019's five large workloads that the self-test
 #              can time in one process (bench/h200_prefill_ab.sh)
-#   gemm_diag  (150) issue 5 line 2: the persistent GEMM points against cuBLAS at M 8192 and 16294
-#              on the four wide shapes, then ncu (full set) on cuBLAS's kernel and p11 at N 5120,
-#              K 2048, M 16294 (the 0.87x case): kernel names, pipe and shared-memory load
+#   gemm_diag  (150) issue 5 line 2: the persistent GEMM points against cuBLAS at M 8192-16896 on
+#              the four wide shapes, the ping-pong points (PERSIST=2, first run), p11 without its
+#              epilogue and without its wgmmas (KA_DIAG), then
+#              ncu (full set) on cuBLAS's kernel and p11 at N 5120, K 2048, M 16294 (the 0.87x
+#              case): kernel names, pipe and shared-memory load
+#   gqa_ab     (300) issue 6 line 3: the GQA prefill seeds (PERSIST 2 and 0) before and after the
+#              half last key tile (b4c33de) on 016's and 014's > 50 GFLOP workloads; needs here
+#              `mkdir -p .data/old && git archive f704aec families | tar x -C .data/old` (not in
+#              the default STEPS: name it when the budget allows)
 #   camp016    (260) issue 6 lines 1, 3, 4 on 016 (BUDGET 6; the piecewise plan composes the
 #              PERSIST=2 point for the large workloads since 5baeaf6)
 #   camp018_oracle, camp018   (540 each) 018 in two calls: the first makes the oracle's sets
@@ -48,15 +54,36 @@ step_mla_ab() {
   grep -vE '^(no |$)' "$STATE/mla_ab.out" | tail -30 >>"$SUM"
 }
 
+step_gqa_ab() {
+  [[ -d .data/old/families ]] || { say "gqa_ab: no .data/old/families (see the header)"; return 1; }
+  local seed=WARPS=12,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,PERSIST=2,MMA=1,OVERLAP=1,WS=1,PINGPONG=1,QREG=0
+  OUT=$FINAL/gqa_ab OLD=.data/old GQA_BOTH="$seed ${seed/PERSIST=2/PERSIST=0}" GQA_NEW="" MLA_BOTH="" MLA_NEW="" \
+    GQA_ONLY=${GQA_ONLY:-5c51d2e8,007ddabb,9fb16120} STEP_S=${STEP_S:-120} \
+    bash bench/h200_prefill_ab.sh >"$STATE/gqa_ab.out" 2>&1
+  grep -vE '^(no |$)' "$STATE/gqa_ab.out" | tail -30 >>"$SUM"
+}
+
 step_gemm_diag() {
   local G=.dev/gemm D=$FINAL/gemm_diag l
   mkdir -p "$D"
   [[ -x $G/selftest ]] || { say "gemm_diag: no $G/selftest (build it here with BUILD_ONLY=1, see the header)"; return 1; }
-  for l in p11_p1_bn256_s4_sn32_r1 p12_pc2_bn256_s4_sn256_r1 p16_p1_bn128_s5_r1 p17_pc2_bn128_s5_r1; do
+  # d01/d02: p11 without its epilogue / also without its wgmmas (KA_DIAG): what the epilogue and the
+  # TMA ring alone cost; d03: p11 storing C from registers (no shared memory, no TMA store); p21/p22:
+  # the ping-pong kernel (PERSIST=2), whose outputs the self-test checks as for every point.
+  # M 8448 and 16896 are whole waves of 128-row tiles at N 5120 (10 and 20 x 132).
+  for l in p11_p1_bn256_s4_sn32_r1 d01_p11_noepi d02_p11_nomma d03_p11_stg p21_pp_bn256_s4_r1 p22_pp_bn128_s6_r1 \
+    p20_p1_bn256_s4_r0 p12_pc2_bn256_s4_sn256_r1 p16_p1_bn128_s5_r1 p17_pc2_bn128_s5_r1; do
     [[ -f $G/pts/$l/candidate.so ]] || { echo "no $l" >>"$D/notes.txt"; continue; }
     timeout 90 "$G/selftest" --lib "$G/pts/$l/candidate.so" --label "$l" --reps 20 --hang-s 15 --dtypes fp16 \
-      --shapes 5120x2048,4096x4096,28672x4096,2048x4096 --ms 8192,16294 >"$D/selftest_$l.txt" 2>&1
+      --shapes 5120x2048,4096x4096,28672x4096,2048x4096 --ms 8192,8448,16294,16896 >"$D/selftest_$l.txt" 2>&1
     echo "exit $?" >>"$D/selftest_$l.txt"
+  done
+  # The ping-pong kernel's first run: correctness (no timing) on every shape, both dtypes, M 1 to 16294.
+  for l in p21_pp_bn256_s4_r1 p22_pp_bn128_s6_r1; do
+    [[ -f $G/pts/$l/candidate.so ]] || continue
+    timeout 90 "$G/selftest" --lib "$G/pts/$l/candidate.so" --label "check_$l" --reps 0 --hang-s 15 \
+      --ms 1,13,33,200,1024,4097,16294 >"$D/check_$l.txt" 2>&1
+    echo "exit $?" >>"$D/check_$l.txt"
   done
   # ROW label dtype M N K status max_err bad ours_us cublas_us (bench/gemm_family_selftest.cu).
   grep -h '^ROW' "$D"/selftest_*.txt >"$D/rows.txt"
@@ -68,7 +95,25 @@ step_gemm_diag() {
   fi
   {
     echo "== gemm_diag ($(date -u +%FT%TZ))"
-    cat "$D/rows.txt"
+    # cuBLAS time / ours per point (columns) and case (rows: N K M); status other than ok marked.
+    python3 - "$D/rows.txt" <<'PY'
+import collections, sys
+t, labels = collections.OrderedDict(), []
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) < 11: continue
+    lab, m, n, k, st, us, cub = p[1], p[3], p[4], p[5], p[6], float(p[9]), float(p[10])
+    if lab not in labels: labels.append(lab)
+    row = t.setdefault((n, k, m), {})
+    row.setdefault("cub", f"{cub:.1f}")
+    row[lab] = (f"{cub / us:.3f}" if us > 0 else "-") + ("" if st == "ok" else "!")
+print("N K M cublas_us | " + " ".join(l.split("_")[0] for l in labels))
+for key, row in t.items():
+    print(" ".join(key), row["cub"], "|", " ".join(row.get(l, "-") for l in labels))
+PY
+    for f in "$D"/check_*.txt; do
+      [[ -f $f ]] && echo "$(basename "$f" .txt): $(grep -c '^ROW.* ok ' "$f") ok of $(grep -c '^ROW' "$f") rows; not ok: $(grep '^ROW' "$f" | grep -v ' ok ' | head -3 | tr '\n' ';') $(tail -1 "$f")"
+    done
     grep -E '^  [^ ].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Shared Memory|Registers Per|Issue Slots Busy|No Eligible|exit' \
       "$D/ncu_p11_5120.txt" 2>/dev/null | head -40
   } >>"$SUM"
@@ -99,6 +144,7 @@ need() {
   case $1 in
     mla_ab) echo 300 ;;
     gemm_diag) echo 150 ;;
+    gqa_ab) echo 300 ;;
     camp016) echo 260 ;;
     *) echo 540 ;;
   esac

@@ -901,11 +901,17 @@ TEST(FamiliesDev, GemmHopperSpaces) {
     const std::vector<Knobs> space = f.space(p);
     // The non-persistent kernel's points with one small-M warpgroup; CLUSTER only with PERSIST=1
     // (two of its three values), SMALL_WG=2 only where there is a small-M path (SMALLN > 0).
-    size_t plain = 0, clustered = 0, persist = 0, wg1_small = 0, wg2 = 0;
+    size_t plain = 0, clustered = 0, persist = 0, pingpong = 0, wg1_small = 0, wg2 = 0;
     for (const auto& k : space) {
       EXPECT_TRUE(f.valid(k, p));
       if (k.at("PERSIST") == 0 && k.at("SMALL_WG") == 1) ++plain;
       if (k.at("PERSIST") == 1) ++persist;
+      if (k.at("PERSIST") == 2) {  // ping-pong: two consumer warpgroups, no cluster, 64-row stages
+        ++pingpong;
+        EXPECT_EQ(k.at("BM"), 128) << knobs_str(k);
+        EXPECT_EQ(k.at("CLUSTER"), 1) << knobs_str(k);
+        EXPECT_LE(k.at("STAGES") * (64 + k.at("BN")) * 128 + 32768 + 2048, 232448) << knobs_str(k);
+      }
       if (k.at("SMALL_WG") == 1 && k.at("SMALLN") > 0) ++wg1_small;
       if (k.at("SMALL_WG") == 2) {
         ++wg2;
@@ -918,6 +924,7 @@ TEST(FamiliesDev, GemmHopperSpaces) {
     }
     EXPECT_EQ(plain, *const_axis_value(p.def, "K") == 2048 ? 1620u : 1944u) << name;
     EXPECT_EQ(clustered, 2 * persist / 3) << name;
+    EXPECT_GT(pingpong, 0u) << name;
     EXPECT_EQ(wg2, wg1_small) << name;
     EXPECT_TRUE(f.problem_defines(p).empty());
     const Knobs k{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 8}, {"RASTER", 1}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}};
@@ -929,6 +936,18 @@ TEST(FamiliesDev, GemmHopperSpaces) {
     Knobs deep = k;
     deep["STAGES"] = 5;
     EXPECT_FALSE(f.valid(deep, p)) << name;
+    // Ping-pong stages hold 64 rows of A: BN = 256 fits 4 of them (not 5), not on BM = 64 or clusters.
+    Knobs pp = k;
+    pp["PERSIST"] = 2;
+    EXPECT_TRUE(f.valid(pp, p)) << name;
+    pp["STAGES"] = 5;
+    EXPECT_FALSE(f.valid(pp, p)) << name;
+    pp["STAGES"] = 4;
+    pp["CLUSTER"] = 2;
+    EXPECT_FALSE(f.valid(pp, p)) << name;
+    pp["CLUSTER"] = 1;
+    pp["BM"] = 64;
+    EXPECT_FALSE(f.valid(pp, p)) << name;
   }
   Problem p = load_problem(dev_problem("004_gemm_n128_k2048"));
   EXPECT_FALSE(f.valid({{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 32}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}}, p));
@@ -937,8 +956,9 @@ TEST(FamiliesDev, GemmHopperSpaces) {
   }
 }
 
-// Two points of the GEMM family (the largest tile with every small-M width on two warpgroups, and the
-// smallest tile with the deepest ring, no small-M path, persistent in clusters of 2) compile with the judge's nvcc flags for sm_90a, and
+// Three points of the GEMM family (the largest tile with every small-M width on two warpgroups, the
+// smallest tile with the deepest ring, no small-M path, persistent in clusters of 2, and the
+// ping-pong persistent kernel) compile with the judge's nvcc flags for sm_90a, and
 // one point compiles for sm_80 (the mma.sync path). Skipped without nvcc.
 TEST(FamiliesDev, GemmHopperCompilesWithNvcc) {
   LOAD_DEV(p, "005_gemm_n256_k7168");
@@ -949,6 +969,8 @@ TEST(FamiliesDev, GemmHopperCompilesWithNvcc) {
       {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 16}, {"RASTER", 1}, {"SMALLN", 256}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 2}},
        "-gencode=arch=compute_90a,code=sm_90a"},
       {{{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 6}, {"SPLITK", 1}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 1}, {"CLUSTER", 2}, {"SMALL_WG", 1}},
+       "-gencode=arch=compute_90a,code=sm_90a"},
+      {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 1}, {"RASTER", 1}, {"SMALLN", 32}, {"PERSIST", 2}, {"CLUSTER", 1}, {"SMALL_WG", 1}},
        "-gencode=arch=compute_90a,code=sm_90a"},
       {{{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 4}, {"RASTER", 0}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}},
        "-gencode=arch=compute_80,code=sm_80"},

@@ -34,6 +34,11 @@
 //                 and writes them with TMA stores that drain under the next tile's MMAs (direct
 //                 stores when C is not 16-byte aligned or N % 8 != 0). Split-K units run in the
 //                 same loop. The small-M path is unchanged.
+//                 2 (BM = 128, CLUSTER = 1): the persistent kernel in ping-pong: each consumer
+//                 warpgroup computes its own 64×BN tile (64-row A tiles, a stage holds one
+//                 warpgroup's k-tile) and the two run their mainloops in turn, so one warpgroup's
+//                 epilogue runs under the other's MMAs instead of idling the tensor cores (CUTLASS's
+//                 "ping-pong" schedule); more L2 → shared traffic per FLOP than 128×BN tiles, no split-K.
 //   KA_CLUSTER    1, or 2 or 4 (needs PERSIST = 1): clusters of CL CTAs along M compute the tiles
 //                 (CL·i + r, j), r < CL; each loads its own A tile and 1/CL of the common B tile,
 //                 multicast to all of them (1/CL of the L2 → SM traffic of B; for skinny N, B is the
@@ -86,6 +91,13 @@
 #ifndef KA_CLUSTER
 #define KA_CLUSTER 1
 #endif
+#ifndef KA_DIAG
+// Timing diagnostics of the persistent kernel, never a knob (its outputs are wrong; see
+// bench/h200_next.sh): 1 skips the epilogue (no conversion, no store), 2 also the wgmmas (the
+// consumers release each stage as soon as it is full: the TMA ring's own rate); 3 (outputs right)
+// stores C from registers (the unaligned path) instead of through shared memory and TMA.
+#define KA_DIAG 0
+#endif
 #ifndef KA_EPILOGUE
 #define KA_EPILOGUE(v, m, n) (v)
 #endif
@@ -121,15 +133,22 @@ static_assert(kSmallN == 0 || kSmallN == 8 || kSmallN == 16 || kSmallN == 32 || 
 // Shared memory of one kernel configuration: TP rows of X and TQ rows of Y per stage, 128 bytes per
 // row (64 K elements), plus 1024 bytes of alignment slack and the barriers.
 constexpr int smem_bytes(int tp, int tq, int stages) { return 1024 + stages * (tp + tq) * 128 + 16 * stages + 64; }
-static_assert(kPersist == 0 || kPersist == 1, "PERSIST must be 0 or 1");
+static_assert(kPersist == 0 || kPersist == 1 || kPersist == 2, "PERSIST must be 0, 1 or 2");
+static_assert(kPersist != 2 || kBM == 128, "PERSIST = 2 (ping-pong) needs BM = 128: two consumer warpgroups");
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER must be 1, 2 or 4");
 static_assert(kCluster == 1 || kPersist == 1, "CLUSTER > 1 needs PERSIST = 1");
 // The persistent kernel adds two 64×64 output staging buffers (8 KB each) per consumer warpgroup
 // for its TMA-store epilogue: TP · 256 bytes.
 constexpr int smem_bytes_persist(int tp, int tq, int stages) { return smem_bytes(tp, tq, stages) + tp * 256; }
-static_assert(smem_bytes(kBM, kBN, kStages) <= 232448, "STAGES * (BM + BN) * 128 exceeds the 227 KB of shared memory");
-static_assert(kPersist == 0 || smem_bytes_persist(kBM, kBN, kStages) <= 232448,
+// PERSIST = 2: a stage holds one warpgroup's unit (64 rows of A), the staging buffers stay two per
+// warpgroup.
+constexpr int smem_bytes_pingpong(int tq, int stages) { return smem_bytes(64, tq, stages) + 128 * 256; }
+static_assert(kPersist == 2 || smem_bytes(kBM, kBN, kStages) <= 232448,
+              "STAGES * (BM + BN) * 128 exceeds the 227 KB of shared memory");
+static_assert(kPersist != 1 || smem_bytes_persist(kBM, kBN, kStages) <= 232448,
               "PERSIST = 1: STAGES * (BM + BN) * 128 + BM * 256 exceeds the 227 KB of shared memory");
+static_assert(kPersist != 2 || smem_bytes_pingpong(kBN, kStages) <= 232448,
+              "PERSIST = 2: STAGES * (64 + BN) * 128 + 32768 exceeds the 227 KB of shared memory");
 static_assert(kSmallWG == 1 || kSmallWG == 2, "SMALL_WG must be 1 or 2");
 // Ring depth of the small-M (swap-AB) path of width w: 8 stages, fewer where they do not fit.
 constexpr int small_stages(int w) {
@@ -182,6 +201,9 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 // Multicast variant (CLUSTER = 2): the box lands at the same shared-memory offset in every CTA of
 // `mask` and completes `bytes` on the mbarrier at the same offset in each of them.
@@ -646,14 +668,15 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
 // every CTA's barrier). A CTA whose tile row is past the last (tilesP % CL != 0) still loads and
 // computes (zero-filled A) but stores nothing.
 // ------------------------------------------------------------------------------------------------
-template <typename T, int WG, int TQ, int STAGES, int CL>
+template <typename T, int WG, int TQ, int STAGES, int CL, bool PP>
 __global__ void __launch_bounds__(WG * 128 + 32, 1)
     hopper_gemm_persistent(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmY,
                            const __grid_constant__ CUtensorMap tmC, T* __restrict__ C, float* __restrict__ ws,
                            unsigned* __restrict__ counters, int M, int N, int K, int tilesP, int tilesQ,
                            int full_units, int tail, int tsplit, int raster, int tma_store) {
 #if KA_GEMM_WGMMA
-  constexpr int TP = 64 * WG;
+  static_assert(!PP || (WG == 2 && CL == 1), "PERSIST = 2: two consumer warpgroups, no cluster");
+  constexpr int TP = PP ? 64 : 64 * WG;  // rows of A per unit (and per stage)
   constexpr int X_BYTES = TP * 128, Y_BYTES = TQ * 128, YH_BYTES = Y_BYTES / CL;
   constexpr uint32_t STAGE_TX = X_BYTES + Y_BYTES;  // own A tile + both halves of the B tile
   constexpr int E_BYTES = 64 * 128;                  // one 64×64 staging buffer
@@ -710,7 +733,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full(s), 1);
-      mbar_init(empty(s), CL * WG * 4);  // one arrive per consumer warp of every CTA of the cluster
+      mbar_init(empty(s), PP ? 4 : CL * WG * 4);  // one arrive per consuming warp of every CTA of the cluster
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -746,10 +769,15 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
   } else {
     // Consumers: warpgroup g owns rows [64g, 64g+64) of the tile.
     const int g = warp >> 2, wr = warp & 3;
-    const int pl0 = g * 64 + wr * 16 + (lane >> 2);
+    const int pl0 = (PP ? 0 : g * 64) + wr * 16 + (lane >> 2);
     const int ql0 = (lane & 3) * 2;
     const bool leader = (threadIdx.x & 127) == 0;  // issues this warpgroup's TMA stores
     uint32_t it = 0, chunk = 0;
+    // PP: warpgroup g runs its CTA's units g, g + 2, ... (the ring holds them in the CTA's order, all
+    // with kTiles k-tiles: no split), its mainloops in turn with the other's (barrier 4 + g: the other
+    // warpgroup arrives once it has issued its last wgmma), so one's epilogue runs under the other's
+    // MMAs. Warpgroup 1 arrives first, so warpgroup 0 starts; one arrival is left at exit.
+    if (PP && g == 1) named_arrive(4, 256);
     float acc[TQ / 2];
     auto release = [&](int s) {
       if (CL == 1) {
@@ -759,9 +787,13 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         for (int r = 0; r < CL; ++r) mbar_arrive_cluster(empty(s), static_cast<uint32_t>(r));
       }
     };
-    for (int u = cid; u < units; u += ncl) {
+    for (int u = cid + (PP ? g * ncl : 0); u < units; u += (PP ? 2 : 1) * ncl) {
       int tp, tq, kb, nk, ns, wi;
       decode(u, tp, tq, kb, nk, ns, wi);
+      if (PP) {
+        it = static_cast<uint32_t>((u - cid) / ncl) * static_cast<uint32_t>(kTiles);
+        named_barrier(4 + g, 256);
+      }
 #pragma unroll
       for (int i = 0; i < TQ / 2; ++i) acc[i] = 0.f;
       int prev = 0;
@@ -770,7 +802,11 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         const uint32_t ph = (it / STAGES) & 1u;
         mbar_wait(full(s), ph);
         __syncwarp();  // wgmma.* are .sync.aligned: the warp must be converged after the spin loop
-        const uint32_t xa = sX + s * X_BYTES + g * (64 * 128);
+        if (KA_DIAG >= 2) {
+          if (lane == 0) release(s);
+          continue;
+        }
+        const uint32_t xa = sX + s * X_BYTES + (PP ? 0 : g * (64 * 128));
         const uint32_t ya = sY + s * Y_BYTES;
         wgmma_fence();
 #pragma unroll
@@ -781,12 +817,20 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         if (i > 0 && lane == 0) release(prev);
         prev = s;
       }
+      if (PP) named_arrive(4 + (g ^ 1), 256);  // the other warpgroup's turn: our MMAs are issued
       wgmma_wait<0>();
 #pragma unroll
       for (int i = 0; i < TQ / 2; ++i) fence_operand(acc[i]);
       __syncwarp();
-      if (nk > 0 && lane == 0) release(prev);  // the last stage of this unit (the ring carries on)
-      if (tp >= tilesP) continue;              // CL > 1, tilesP % CL != 0: a padding tile row, nothing to store
+      if (KA_DIAG < 2 && nk > 0 && lane == 0) release(prev);  // the last stage of this unit (the ring carries on)
+      if (tp >= tilesP) continue;  // CL > 1, tilesP % CL != 0: a padding tile row, nothing to store
+      if (KA_DIAG >= 1) {
+        if (M < 0) {  // never: keeps the accumulators (and so the wgmmas) alive for ptxas
+#pragma unroll
+          for (int i = 0; i < TQ / 2; ++i) ws[threadIdx.x * (TQ / 2) + i] = acc[i];
+        }
+        continue;
+      }
 
       if (ns > 1) {
         const int t = wi;  // < CL · tail ≤ #SMs: one workspace tile and counter per split tile
@@ -853,7 +897,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
           fence_proxy_async_smem();
           named_barrier(2 + g, 128);
           if (leader) {
-            tma_store_2d(&tmC, buf, tq * TQ + 64 * c, tp * TP + 64 * g);
+            tma_store_2d(&tmC, buf, tq * TQ + 64 * c, tp * TP + (PP ? 0 : 64 * g));
             bulk_commit();
           }
         }
@@ -1165,13 +1209,14 @@ bool launch_hopper(DeviceState& d, int dev, const T* A, const T* B, T* C, int M,
   return cudaPeekAtLastError() == cudaSuccess;
 }
 
-// One launch of hopper_gemm_persistent<T, WG, TQ, STAGES, CL> (PERSIST = 1); false when it cannot run.
-template <typename T, int WG, int TQ, int STAGES, int CL>
+// One launch of hopper_gemm_persistent<T, WG, TQ, STAGES, CL, PP> (PERSIST = 1, or 2 with PP); false
+// when it cannot run.
+template <typename T, int WG, int TQ, int STAGES, int CL, bool PP>
 bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, int M, int N, int K) {
-  constexpr int TP = 64 * WG;
-  constexpr int smem = smem_bytes_persist(TP, TQ, STAGES);
+  constexpr int TP = PP ? 64 : 64 * WG;
+  constexpr int smem = PP ? smem_bytes_pingpong(TQ, STAGES) : smem_bytes_persist(TP, TQ, STAGES);
   if (smem > d.smem_optin) return false;
-  auto kernel = hopper_gemm_persistent<T, WG, TQ, STAGES, CL>;
+  auto kernel = hopper_gemm_persistent<T, WG, TQ, STAGES, CL, PP>;
   static bool attr_set[kMaxDevices] = {};
   static int max_clusters[kMaxDevices] = {};  // co-resident clusters of CL CTAs (CL > 1)
   if (!attr_set[dev]) {
@@ -1205,7 +1250,7 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
   CUtensorMap mx, my, mc;
   if (!make_map<T>(&mx, X, M, K, TP) || !make_map<T>(&my, Y, N, K, TQ / CL)) return false;
   // TMA-store epilogue: C as a [M, N] tensor, 64×64 boxes, 128B swizzle (needs 16-byte rows pitch).
-  int tma_store = reinterpret_cast<uintptr_t>(C) % 16 == 0 && N % 8 == 0 ? 1 : 0;
+  int tma_store = reinterpret_cast<uintptr_t>(C) % 16 == 0 && N % 8 == 0 && KA_DIAG != 3 ? 1 : 0;
   if (tma_store && !make_map<T>(&mc, C, M, N, 64)) tma_store = 0;
   if (!tma_store) mc = mx;  // unused by the kernel
   const int tilesP = (M + TP - 1) / TP, tilesQ = (N + TQ - 1) / TQ;
@@ -1219,8 +1264,8 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
   // 1/tsplit of a tile instead of a whole tile. (Fewer groups than P: the whole problem is the tail.)
   const int P = CL == 1 ? d.sms : max_clusters[dev];
   const int full_units = (groups / P) * P, tail = groups - full_units;
-  int tsplit = 1;
-  while (tail > 0 && 2 * tsplit <= kSplitK && static_cast<long long>(tail) * 2 * tsplit <= P && 4 * tsplit <= k_tiles)
+  int tsplit = 1;  // PP: no split (each warpgroup's ring positions assume whole tiles)
+  while (!PP && tail > 0 && 2 * tsplit <= kSplitK && static_cast<long long>(tail) * 2 * tsplit <= P && 4 * tsplit <= k_tiles)
     tsplit *= 2;
   if (tsplit > 1 && !ensure_workspace(d, static_cast<size_t>(TP) * TQ)) tsplit = 1;
   const long long units = static_cast<long long>(full_units) + static_cast<long long>(tail) * tsplit;
@@ -1274,8 +1319,8 @@ void gemm(const T* A, const T* B, T* C, int M, int N, int K) {
   if (d.path == 2 && vec_ok) {
     bool ok = false;
     if (kSmallN > 0 && M <= kSmallN) ok = launch_small<T>(d, dev, A, B, C, M, N, K);
-    if constexpr (kPersist == 1) {
-      if (!ok) ok = launch_persistent<T, kBM / 64, kBN, kStages, kCluster>(d, dev, A, B, C, M, N, K);
+    if constexpr (kPersist >= 1) {
+      if (!ok) ok = launch_persistent<T, kBM / 64, kBN, kStages, kCluster, kPersist == 2>(d, dev, A, B, C, M, N, K);
     } else {
       if (!ok) ok = launch_hopper<T, kBM / 64, kBN, kStages, false>(d, dev, A, B, C, M, N, K);
     }
