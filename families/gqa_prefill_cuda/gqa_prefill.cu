@@ -86,6 +86,16 @@
 //                         can load the next item's Q early. 0: A = Q from shared memory (descriptor),
 //                         Q released after the item's last S. family.json allows 1 where ptxas does not
 //                         spill: WARPS 8 with 64-key tiles, or WARPS 4.
+//            KA_QBUFS     WS=1, PERSIST 1 or 2, QREG=0. 1: one Q tile buffer: the producer loads the next
+//                         item's Q only once the consumers released this one's (after the item's last
+//                         S), so its latency falls between two items; 2: two buffers, items alternate,
+//                         so the next item's Q loads during the current item (Q_BYTES more shared
+//                         memory). (Tried and left out, 2026-12-05: carrying an item's last P V into
+//                         the next item's first S and writing its output after it, O then live across
+//                         the item change; with the pending softmax state parked in shared memory and
+//                         the write outside the tile step, the write beside the next item's P still
+//                         took the consumers of WARPS 8 to R213 of 216 (R161 without the write) and
+//                         ptxas serialized the wgmmas (C7511); WARPS 12 has R149 of 152 as it is.)
 //
 // Work decomposition. grid = (upper bound of query tiles, kv heads). The bound comes from shapes
 // only (ceil(total_q / QTILE) + batch + 1), so the host never reads the index arrays; each CTA
@@ -160,6 +170,9 @@
     !defined(KA_WS) || !defined(KA_PINGPONG) || !defined(KA_QREG)
 #error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
+#ifndef KA_QBUFS
+#define KA_QBUFS 1  // a knob added later: its default is the behaviour before it
+#endif
 
 // Internal linkage for everything but the entry (a judge worker keeps earlier candidates loaded).
 namespace ka_gqap {
@@ -189,6 +202,8 @@ constexpr int KT = T / 16;               // P·V k-steps
 constexpr int NTD = D / 8;               // O n-tiles
 constexpr int STAGE_BYTES = 2 * T * ROWB;
 constexpr int Q_BYTES = M * ROWB;
+constexpr int QB2 = KA_QBUFS == 2 ? 1 : 0;         // QBUFS=2: two Q buffers, items alternate
+constexpr int Q_REGION = Q_BYTES * (1 + QB2);
 constexpr int MAXB_SORT = 1024;
 constexpr int SORT_BYTES = KA_ORDER == 2 ? MAXB_SORT * 8 : 0;
 constexpr int ALIGN_SLACK = MMA ? 1024 : 0;  // the swizzled tiles start 1024-byte aligned
@@ -203,12 +218,12 @@ constexpr int NTHREADS = NT + PROD * WS;     // WS=1: plus the producer warpgrou
 // (256 threads, up to 255 registers each at launch) needs no move.
 constexpr int PROD_REGS = NWG == 3 ? 48 : 72;
 constexpr int CONS_REGS = NWG == 3 ? 152 : 216;
-constexpr int BAR_OFF = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES;  // WS=1 mbarriers
+constexpr int BAR_OFF = STAGES * STAGE_BYTES + Q_REGION + SORT_BYTES + ZERO_BYTES;  // WS=1 mbarriers
 constexpr bool DYN = KA_PERSIST == 2;         // WS=1: items claimed at run time (see PERSIST)
 // full_k, full_v, empty_k, empty_v per stage; q_full, q_empty; PERSIST=2: item_full, item_empty (2
-// each) and the 2 item slots.
-constexpr int BAR_BYTES = WS ? STAGES * 32 + 16 + (DYN ? 48 : 0) : 0;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_BYTES + SORT_BYTES + ZERO_BYTES + BAR_BYTES + 16 + ALIGN_SLACK;
+// each) and the 2 item slots; QBUFS=2: q_full and q_empty of the second Q buffer (at +64).
+constexpr int BAR_BYTES = WS ? STAGES * 32 + (QB2 ? 80 : 16 + (DYN ? 48 : 0)) : 0;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_REGION + SORT_BYTES + ZERO_BYTES + BAR_BYTES + 16 + ALIGN_SLACK;
 constexpr float kNegInf = -__builtin_huge_valf();
 template <int N>
 struct IntC {  // a compile-time int as a value (the tile step's S width)
@@ -229,6 +244,8 @@ static_assert(WS == 0 || NWG == 1 || PROD * PROD_REGS + NT * CONS_REGS <= 65536,
 static_assert(KA_PINGPONG == 0 || (KA_PINGPONG == 1 && WS == 1 && NWG >= 2 && NWG <= 3),
               "PINGPONG=1: WS=1 and 2 or 3 consumer warpgroups");
 static_assert(KA_QREG == 0 || (KA_QREG == 1 && WS == 1), "QREG=1: WS=1");
+static_assert(KA_QBUFS == 1 || (KA_QBUFS == 2 && WS == 1 && KA_PERSIST >= 1 && KA_QREG == 0),
+              "QBUFS=2: WS=1, PERSIST 1 or 2, QREG=0");
 static_assert(KA_PERSIST <= 1 || (KA_PERSIST == 2 && WS == 1), "PERSIST=2: WS=1");
 
 // Byte offset of 16-byte chunk c of row r in a shared tile of `rows` rows (see KA_MMA).
@@ -766,14 +783,14 @@ __global__ void __launch_bounds__(NTHREADS) gqa_prefill_kernel(Params p) {
   const int tid = threadIdx.x, lane = tid & 31;
 #if KA_OVERLAP
   for (int i = tid; i < ZERO_BYTES / 16; i += NT)  // the zero block (read by wgmma after a proxy fence)
-    reinterpret_cast<uint4*>(qs_smem + Q_BYTES + SORT_BYTES)[i] = make_uint4(0u, 0u, 0u, 0u);
+    reinterpret_cast<uint4*>(qs_smem + Q_REGION + SORT_BYTES)[i] = make_uint4(0u, 0u, 0u, 0u);
 #endif
 
   // ── which tile ──
   const int* ord = nullptr;
   if constexpr (KA_ORDER == 2) {
     if (p.B > 1 && p.B <= MAXB_SORT) {  // (one sequence: the order is ORDER 1's, no index reads)
-      float* cost = reinterpret_cast<float*>(qs_smem + Q_BYTES);
+      float* cost = reinterpret_cast<float*>(qs_smem + Q_REGION);
       int* order = reinterpret_cast<int*>(cost + MAXB_SORT);
       for (int b = tid; b < p.B; b += NT) {
         const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
@@ -946,7 +963,7 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   };
 #endif
 #if KA_OVERLAP
-  const unsigned char* const zero_blk = qs_smem + Q_BYTES + SORT_BYTES;
+  const unsigned char* const zero_blk = qs_smem + Q_REGION + SORT_BYTES;
   uint32_t pa_prev[KT][4];  // P of the previous tile (A fragments), whose P V is issued with the next S
 #endif
 
@@ -1151,6 +1168,9 @@ struct Bars {
       : full_k(base), full_v(base + 8 * STAGES), empty_k(base + 16 * STAGES), empty_v(base + 24 * STAGES),
         q_full(base + 32 * STAGES), q_empty(base + 32 * STAGES + 8), item_full(base + 32 * STAGES + 16),
         item_empty(base + 32 * STAGES + 32), slots(reinterpret_cast<volatile int*>(base_ptr + 32 * STAGES + 48)) {}
+  // Q buffer b's barriers (b = 1 only with QBUFS=2: at +64 and +72).
+  __device__ __forceinline__ uint32_t qfull(int b) const { return b ? q_full + 64 : q_full; }
+  __device__ __forceinline__ uint32_t qempty(int b) const { return b ? q_full + 72 : q_empty; }
 };
 #if KA_PERSIST == 2
 // PERSIST=2's work counter in global memory: [0] the items claimed past the first gridDim.x, [1] the
@@ -1221,12 +1241,16 @@ __device__ __forceinline__ void ws_producer(const Params& p, unsigned char* smem
   uint32_t koff[SWP];
 #pragma unroll
   for (int j = 0; j < SWP; ++j) koff[j] = static_cast<uint32_t>(tile_off(prow + RPI * j, pcol, T));
-  const uint32_t st0 = smem_u32(smem), qs = smem_u32(smem + STAGES * STAGE_BYTES);
+  const uint32_t st0 = smem_u32(smem), qs0 = smem_u32(smem + STAGES * STAGE_BYTES);
   int it = 0, nql = 0;  // K/V tiles and Q tiles issued so far
   auto item = [&](int b, int tile, int g) {
     const Item w = item_geom(p, b, tile, g);
     if (w.ntiles == 0) return;  // no key: the consumers write the empty-row values
-    if (nql > 0) mbar_wait(br.q_empty, (nql - 1) & 1);
+    // Q buffer of this item (QBUFS=2: items alternate between two, so the next item's Q loads while
+    // the consumers still read this one's) and the fills of that buffer so far.
+    const int qb = QB2 ? (nql & 1) : 0, qn = QB2 ? (nql >> 1) : nql;
+    if (qn > 0) mbar_wait(br.qempty(qb), (qn - 1) & 1);
+    const uint32_t qs = qs0 + qb * Q_BYTES;
     if constexpr (RPI % G == 0 && RPI % 8 == 0) {
       // Row prow + RPI*i is token prow/G + (RPI/G)*i, head prow%G, at tile_off(prow, pcol, M) +
       // 128*RPI*i: no per-row division (ptxas hoisted 2 x NQP quotients out of the persistent item
@@ -1248,7 +1272,7 @@ __device__ __forceinline__ void ws_producer(const Params& p, unsigned char* smem
         cp_async_16(qs + tile_off(r, pcol, M), p.q + off, ok ? 16 : 0);
       }
     }
-    cp_async_mbar_arrive_noinc(br.q_full);
+    cp_async_mbar_arrive_noinc(br.qfull(qb));
     ++nql;
     const uint16_t* const kb = p.k + g * D + pcol * 8;
     const uint16_t* const vb = p.v + g * D + pcol * 8;
@@ -1291,7 +1315,10 @@ __device__ __forceinline__ void ws_producer(const Params& p, unsigned char* smem
     mbar_wait(br.full_k + 8 * (u % STAGES), (u / STAGES) & 1);
     mbar_wait(br.full_v + 8 * (u % STAGES), (u / STAGES) & 1);
   }
-  if (nql > 0) mbar_wait(br.q_full, (nql - 1) & 1);
+  for (int b = 0; b < 1 + QB2; ++b) {
+    const int n = QB2 ? (nql + 1 - b) / 2 : nql;  // fills of Q buffer b
+    if (n > 0) mbar_wait(br.qfull(b), (n - 1) & 1);
+  }
 }
 
 // The consumer warps (tid < NT): per item, wait Q; per tile, wait K, S = Q K^T, release K,
@@ -1345,10 +1372,11 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #pragma unroll
     for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 #if KA_OVERLAP
-    const unsigned char* const zero_blk = qs_smem + Q_BYTES + SORT_BYTES;
+    const unsigned char* const zero_blk = qs_smem + Q_REGION + SORT_BYTES;
     uint32_t pa_prev[KT][4];
 #endif
-    mbar_wait(br.q_full, nql & 1);  // (made visible to the wgmma by the fence after the K wait)
+    const int qb = QB2 ? (nql & 1) : 0;  // this item's Q buffer
+    mbar_wait(br.qfull(qb), (QB2 ? (nql >> 1) : nql) & 1);  // (made visible to the wgmma by the fence after the K wait)
     ++nql;
 #if KA_QREG
     // Q into registers as the A fragments of the S wgmmas (k-step kk: chunks 2kk, 2kk+1 of the
@@ -1362,11 +1390,12 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
         ldsm_x4(smem_u32(qs_smem + tile_off(qr, 2 * kk + (lane >> 4), M)), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
     }
     __syncwarp();
-    if (lane == 0) mbar_arrive(br.q_empty);  // the producer may load the next item's Q
+    if (lane == 0) mbar_arrive(br.qempty(qb));  // the producer may load the next item's Q
 #else
     // (the warpgroup index through a shuffle: ptxas then knows it is warp-uniform and builds the
     // descriptors in uniform registers, without 16 R2UR moves per tile)
-    const uint64_t q0d = sw128_desc(smem_u32(qs_smem) + __shfl_sync(0xffffffffu, warp >> 2, 0) * 64 * 128, 16);
+    const uint64_t q0d =
+        sw128_desc(smem_u32(qs_smem + qb * Q_BYTES) + __shfl_sync(0xffffffffu, warp >> 2, 0) * 64 * 128, 16);
 #endif
     // One key tile t; NC, the S columns computed: T, or T/2 for an item's last tile whose keys end
     // in its first half (the other columns stay 0 and are masked like every key past kv_hi), whose
@@ -1380,8 +1409,9 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       const uint32_t ph = (it / STAGES) & 1;
       mbar_wait(br.full_k + 8 * s, ph);
 #if KA_OVERLAP
-      const int sp = (it + STAGES - 1) % STAGES;  // stage of tile t-1 (t > 0)
-      if (t > 0) mbar_wait(br.full_v + 8 * sp, ((it - 1) / STAGES) & 1);
+      const bool pv_prev = t > 0;                 // the P V of tile t-1 goes with this S
+      const int sp = (it + STAGES - 1) % STAGES;  // stage of tile t-1
+      if (pv_prev) mbar_wait(br.full_v + 8 * sp, ((it - 1) / STAGES) & 1);
 #endif
       __syncwarp();         // the lanes leave the spin loops together before the .aligned wgmma
       fence_proxy_async();  // the producer's cp.async data (generic proxy) before the wgmma reads
@@ -1402,7 +1432,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #endif
 #if KA_OVERLAP
         uint64_t dv[KT];
-        if (t > 0) {
+        if (pv_prev) {
           pv_descs(stages + sp * STAGE_BYTES + T * ROWB, dv);
         } else {
 #pragma unroll
@@ -1442,7 +1472,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       }
       if (lane == 0) {
         mbar_arrive(br.empty_k + 8 * s);                                  // K of tile t read
-        if (!KA_QREG && t == w.ntiles - 1) mbar_arrive(br.q_empty);  // Q read for the last time in this item
+        if (!KA_QREG && t == w.ntiles - 1) mbar_arrive(br.qempty(qb));  // Q read for the last time in this item
       }
       // Softmax (masked on diagonal tiles only), P into pk.
       uint32_t pk[NTT][2];
@@ -1453,7 +1483,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       wgmma_wait_n<0>();  // P V of tile t-1 done: O may be rescaled, pa_prev rewritten, V of t-1 released
       fence_operands(o);
       fence_operands(pa_prev);
-      if (t > 0 && lane == 0) mbar_arrive(br.empty_v + 8 * sp);
+      if (pv_prev && lane == 0) mbar_arrive(br.empty_v + 8 * sp);
 #endif
       rescale_o(o, a0, a1);
 #if KA_OVERLAP
@@ -1521,8 +1551,10 @@ __device__ __forceinline__ void ws_main(const Params& p, unsigned char* smem, co
       mbar_init(br.empty_k + 8 * s, W);
       mbar_init(br.empty_v + 8 * s, W);
     }
-    mbar_init(br.q_full, PROD);
-    mbar_init(br.q_empty, W);
+    for (int b = 0; b < 1 + QB2; ++b) {
+      mbar_init(br.qfull(b), PROD);
+      mbar_init(br.qempty(b), W);
+    }
     if constexpr (DYN) {
       for (int s = 0; s < 2; ++s) {
         mbar_init(br.item_full + 8 * s, 1);
