@@ -5,6 +5,7 @@
 # these steps here:
 #   scripts/device-pack.sh                 # .dev (kernelarc, its libraries) and .data/problems
 #   WORK=$PWD/.dev/gemm BUILD_ONLY=1 SKINNY_LABELS='^none$' bash bench/h200_gemm_family.sh
+#   rm -rf .data/old && mkdir -p .data/old && git archive f704aec families | tar x -C .data/old
 # and carry [".dev", ".data"]. Each call runs the steps not yet done, in STEPS order, while the next
 # one fits in what is left of DEADLINE (seconds, default 570); a step's done-marker lives in STATE
 # (default /tmp/ka-next), so the next call on the warm machine goes on where this one stopped (on a
@@ -24,9 +25,7 @@
 #              case): kernel names, pipe and shared-memory load
 #   gqa_ab     (300) issue 6 line 3: the GQA prefill seeds (PERSIST 2 and 0) before and after the
 #              half last key tile (b4c33de), and the seed with two Q buffers (QBUFS=2, first run),
-#              on 016's and 014's > 50 GFLOP workloads; needs here
-#              `mkdir -p .data/old && git archive f704aec families | tar x -C .data/old` (not in
-#              the default STEPS: name it when the budget allows)
+#              on 016's and 014's > 50 GFLOP workloads (needs .data/old, see above)
 #   camp016    (260) issue 6 lines 1, 3, 4 on 016 (BUDGET 6; the piecewise plan composes the
 #              PERSIST=2 point for the large workloads since 5baeaf6)
 #   camp018_oracle, camp018   (540 each) 018 in two calls: the first makes the oracle's sets
@@ -40,7 +39,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"mla_ab gemm_diag camp016 camp018_oracle camp018 camp019_oracle camp019 camp014_oracle camp014"}
+STEPS=${STEPS:-"mla_ab gemm_diag gqa_ab camp016 camp018_oracle camp018 camp019_oracle camp019 camp014_oracle camp014"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
