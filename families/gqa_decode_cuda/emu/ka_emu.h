@@ -48,6 +48,14 @@
 // data; tests/test_emu.cpp). A thread that exits while such copies are pending is reported, and a
 // cp.async or bulk copy into bytes that a pending copy still writes is reported (stage refilled too
 // early).
+// Tensor-map TMA (gemm_hopper_cuda): cp.async.bulk.tensor.2d loads of a box (row-major global
+// tensor, zero fill outside it, the 128B swizzle applied to the absolute shared address as the
+// hardware does) are bulk copies pending on their mbarrier like the ones above; tensor stores from
+// shared memory (cp.async.bulk.tensor.2d.global.shared::cta, rows and columns outside the tensor not
+// written) join the thread's bulk async-group and read shared memory only when a
+// cp.async.bulk.wait_group(.read) retires their group, so a staging buffer rewritten (st.shared
+// through st_shared_u32) before its store was read is reported, and so is a thread that exits with
+// stores in flight. wgmma takes fp16 operands as well as bf16 (WgmmaIn::f16).
 // Named barriers (bar.sync id, count; bar.arrive id, count arrives without waiting):
 // count a positive multiple of 32, the same in every arrival of
 // one phase; the phase completes when `count` threads arrived, and then every warp that took part
@@ -124,11 +132,30 @@ inline uint64_t next_copy_seq() {
 
 enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4, kMbar = 5, kNamedBar = 6 };
 
-// One cp.async.bulk global -> shared, issued and not yet performed.
+// One cp.async.bulk global -> shared, issued and not yet performed (a tensor-map load: its box,
+// gathered and swizzled at issue, in `own`).
 struct BulkCopy {
   uint32_t dst;
   const void* src;
   uint32_t bytes;
+  std::shared_ptr<std::vector<unsigned char>> own = nullptr;
+};
+// A 2-D tensor map as the kernels use them (cuTensorMapEncodeTiled's row-major case): dims[0]
+// elements per row (contiguous), dims[1] rows, row_bytes apart; boxes of box[0] x box[1]; swizzle 0
+// or 128 (bytes).
+struct TensorMap2D {
+  const unsigned char* base = nullptr;
+  int64_t dims[2] = {0, 0};
+  int64_t row_bytes = 0;
+  int box[2] = {0, 0};
+  int elem = 2;
+  int swizzle = 0;
+};
+// A tensor store (shared -> global) issued by a thread, performed when its bulk group retires.
+struct BulkStore {
+  TensorMap2D map;
+  uint32_t src;
+  int c0, c1;
 };
 // An mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"):
 // pending arrivals and the transaction count of the current phase, and the completed phases.
@@ -177,6 +204,8 @@ struct Fiber {
   bool wg_fenced = false;
   uint32_t wait_bar = 0, wait_parity = 0;  // kMbar: the mbarrier and the parity waited for
   int wait_named = 0;                      // kNamedBar: the barrier id
+  std::vector<BulkStore> st_open;                 // tensor stores issued, not committed
+  std::vector<std::vector<BulkStore>> st_groups;  // committed bulk async-groups, oldest first
 };
 
 // A warpgroup collective (128 threads) in progress: each thread leaves pointers to its input and
@@ -214,6 +243,7 @@ struct Cta {
   std::unordered_map<uint32_t, MBar> mbars;  // by shared-memory address
   std::vector<unsigned char> bulk_pending;   // per shared byte: 1 while a pending bulk copy writes it
   std::vector<uint16_t> wg_reading;          // per shared byte: in-flight wgmmas that read it
+  std::vector<uint16_t> st_reading;          // per shared byte: tensor stores in flight that read it
   NamedBar named[16];
 };
 
@@ -238,6 +268,7 @@ inline void fiber_entry() {
         if (cp.src_bytes) std::memcpy(&c->smem[cp.dst], cp.src, cp.size);
   }
   if (!f.wg_open.empty() || !f.wg_groups.empty()) fail("a thread exited with wgmma.mma_async results in flight (no wgmma.wait_group)");
+  if (!f.st_open.empty() || !f.st_groups.empty()) fail("a thread exited with tensor stores in flight (no cp.async.bulk.wait_group)");
   for (const auto& [addr, b] : c->mbars)
     for (const auto& pc : b.cp_copies)
       if (pc.first == f.tid) fail("a thread exited with cp.async in flight behind a cp.async.mbarrier.arrive.noinc (phase not completed)");
@@ -354,7 +385,7 @@ template <typename In, typename Out, typename F>
 void wg_collective(int kind, const In& in, Out& out, F compute) {
   Cta* c = cta();
   const int t = tid();
-  if (c->nthreads % 128) fail("a warpgroup instruction in a CTA whose size is not a multiple of 128");
+  if ((t / 128 + 1) * 128 > c->nthreads) fail("a warpgroup instruction in an incomplete warpgroup (the CTA's last, short one)");
   WgSlot& w = c->wgs[t / 128];
   if (w.count == 0) w.kind = kind;
   else if (w.kind != kind) fail("threads of one warpgroup are in different warpgroup instructions (divergence)");
@@ -442,6 +473,7 @@ inline void run_cta(Cta& c) {
   c.mbars.clear();
   c.bulk_pending.assign(c.smem.size(), 0);
   c.wg_reading.assign(c.smem.size(), 0);
+  c.st_reading.assign(c.smem.size(), 0);
   for (NamedBar& nb : c.named) nb = NamedBar{};
   for (int i = 0; i < c.nthreads; ++i) {
     Fiber& f = c.fibers[i];
@@ -566,6 +598,22 @@ inline int atomicExch(int* p, int v) {
   *p = v;
   return o;
 }
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  unsigned o = *p;
+  *p = o + v;
+  return o;
+}
+inline float atomicAdd(float* p, float v) {
+  float o = *p;
+  *p = o + v;
+  return o;
+}
+inline float2 atomicAdd(float2* p, float2 v) {
+  float2 o = *p;
+  p->x += v.x;
+  p->y += v.y;
+  return o;
+}
 inline int atomicMax(int* p, int v) {
   int o = *p;
   if (v > o) *p = v;
@@ -590,6 +638,8 @@ template <typename T>
 inline T __ldg(const T* p) { return *p; }
 template <typename T>
 inline T __ldcg(const T* p) { return *p; }
+template <typename T>
+inline void __stcg(T* p, T v) { *p = v; }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 
 inline float __shfl_xor_sync(unsigned mask, float v, int m) {
@@ -837,6 +887,7 @@ struct WgmmaIn {
   uint32_t a[4];
   uint64_t da, db;
   int tnsp_a, tnsp_b, scale_d;
+  int f16 = 0;  // operands fp16 (else bf16)
 };
 struct WgmmaOut {
   float v[128];
@@ -858,19 +909,20 @@ inline void wgmma_issue(const WgmmaIn& in) {
     const WgmmaIn& x0 = *x[0];
     for (int t = 1; t < 128; ++t)
       if (x[t]->n != x0.n || x[t]->a_reg != x0.a_reg || x[t]->db != x0.db || (!x0.a_reg && x[t]->da != x0.da) ||
-          x[t]->tnsp_a != x0.tnsp_a || x[t]->tnsp_b != x0.tnsp_b || x[t]->scale_d != x0.scale_d)
+          x[t]->tnsp_a != x0.tnsp_a || x[t]->tnsp_b != x0.tnsp_b || x[t]->scale_d != x0.scale_d || x[t]->f16 != x0.f16)
         emu::fail("wgmma: threads of the warpgroup disagree on shape, descriptors or immediates");
     const int N = x0.n;
+    float (*el)(uint32_t) = x0.f16 ? hf : bf;
     static float A[64][16], B[16][256], C[64][256];
     auto reads = std::make_shared<emu::WgRead>();
     if (x0.a_reg) {
       for (int t = 0; t < 128; ++t) {
         const int w = t / 32, g = (t % 32) / 4, q = t % 4;
         const uint32_t* a = x[t]->a;
-        A[16 * w + g][2 * q] = bf(a[0]), A[16 * w + g][2 * q + 1] = bf(a[0] >> 16);
-        A[16 * w + g + 8][2 * q] = bf(a[1]), A[16 * w + g + 8][2 * q + 1] = bf(a[1] >> 16);
-        A[16 * w + g][2 * q + 8] = bf(a[2]), A[16 * w + g][2 * q + 9] = bf(a[2] >> 16);
-        A[16 * w + g + 8][2 * q + 8] = bf(a[3]), A[16 * w + g + 8][2 * q + 9] = bf(a[3] >> 16);
+        A[16 * w + g][2 * q] = el(a[0]), A[16 * w + g][2 * q + 1] = el(a[0] >> 16);
+        A[16 * w + g + 8][2 * q] = el(a[1]), A[16 * w + g + 8][2 * q + 1] = el(a[1] >> 16);
+        A[16 * w + g][2 * q + 8] = el(a[2]), A[16 * w + g][2 * q + 9] = el(a[2] >> 16);
+        A[16 * w + g + 8][2 * q + 8] = el(a[3]), A[16 * w + g + 8][2 * q + 9] = el(a[3] >> 16);
       }
     } else {
       const WgDesc da = wgmma_decode(x0.da);
@@ -878,7 +930,7 @@ inline void wgmma_issue(const WgmmaIn& in) {
       for (int m = 0; m < 64; ++m)
         for (int k = 0; k < 16; ++k) {
           const uint32_t ad = wgmma_desc_addr(da, x0.tnsp_a != 0, m, k);
-          A[m][k] = bf(rd16(ad));
+          A[m][k] = el(rd16(ad));
           reads->addrs.push_back(ad);
         }
     }
@@ -887,7 +939,7 @@ inline void wgmma_issue(const WgmmaIn& in) {
     for (int k = 0; k < 16; ++k)
       for (int n = 0; n < N; ++n) {
         const uint32_t ad = wgmma_desc_addr(db, x0.tnsp_b != 0, n, k);
-        B[k][n] = bf(rd16(ad));
+        B[k][n] = el(rd16(ad));
         reads->addrs.push_back(ad);
       }
     auto& rd = emu::cta()->wg_reading;
@@ -1042,6 +1094,78 @@ inline bool elect_one() {
   });
 }
 
+// ── tensor-map TMA (2-D) ──
+inline uint32_t swizzle128(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
+// cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {c0, c1}], [bar]
+inline void tma_load_2d(uint32_t dst, const emu::TensorMap2D& m, int c0, int c1, uint32_t bar) {
+  const int row = m.box[0] * m.elem;
+  const uint32_t bytes = static_cast<uint32_t>(row * m.box[1]);
+  if (m.swizzle == 128 && (row != 128 || dst % 1024)) emu::fail("TMA 128B swizzle: 128-byte box rows into 1024-byte aligned shared memory");
+  emu::check_smem(dst, static_cast<int>(bytes), 128);
+  emu::MBar& b = emu::mbar_at(bar);
+  auto& pend = emu::cta()->bulk_pending;
+  for (uint32_t i = 0; i < bytes; ++i)
+    if (pend[dst + i]) emu::fail("TMA load into shared memory that a pending copy still writes (stage refilled too early)");
+  check_not_wg_read(dst, static_cast<int>(bytes));
+  auto box = std::make_shared<std::vector<unsigned char>>(bytes, 0);
+  for (int r = 0; r < m.box[1]; ++r)
+    for (int c = 0; c < m.box[0]; ++c) {
+      const int64_t gr = static_cast<int64_t>(c1) + r, gc = static_cast<int64_t>(c0) + c;
+      uint32_t a = dst + static_cast<uint32_t>(r * row + c * m.elem);
+      if (m.swizzle == 128) a = swizzle128(a);
+      if (gr >= 0 && gr < m.dims[1] && gc >= 0 && gc < m.dims[0])
+        std::memcpy(box->data() + (a - dst), m.base + gr * m.row_bytes + gc * m.elem, m.elem);
+    }
+  std::memset(&pend[dst], 1, bytes);
+  std::memset(&emu::smem_base()[dst], 0xFF, bytes);  // poison until the phase completes
+  b.copies.push_back({dst, box->data(), bytes, box});
+}
+// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [map, {c0, c1}], [src]
+inline void tma_store_2d(const emu::TensorMap2D& m, uint32_t src, int c0, int c1) {
+  const int row = m.box[0] * m.elem;
+  const int bytes = row * m.box[1];
+  if (m.swizzle == 128 && (row != 128 || src % 1024)) emu::fail("TMA store, 128B swizzle: 128-byte box rows from 1024-byte aligned shared memory");
+  emu::check_smem(src, bytes, 128);
+  auto& rd = emu::cta()->st_reading;
+  for (int i = 0; i < bytes; ++i) ++rd[src + i];
+  emu::self().st_open.push_back({m, src, c0, c1});
+}
+inline void bulk_commit() {
+  auto& f = emu::self();
+  f.st_groups.push_back(std::move(f.st_open));
+  f.st_open.clear();
+}
+// cp.async.bulk.wait_group(.read) n: the stores of all but the newest n groups are performed (their
+// shared-memory source read, the global tensor written).
+inline void bulk_wait(int n) {
+  auto& f = emu::self();
+  auto& rd = emu::cta()->st_reading;
+  while (static_cast<int>(f.st_groups.size()) > n) {
+    for (const emu::BulkStore& st : f.st_groups.front()) {
+      const emu::TensorMap2D& m = st.map;
+      const int row = m.box[0] * m.elem;
+      for (int r = 0; r < m.box[1]; ++r)
+        for (int c = 0; c < m.box[0]; ++c) {
+          const int64_t gr = static_cast<int64_t>(st.c1) + r, gc = static_cast<int64_t>(st.c0) + c;
+          uint32_t a = st.src + static_cast<uint32_t>(r * row + c * m.elem);
+          if (m.swizzle == 128) a = swizzle128(a);
+          if (gr >= 0 && gr < m.dims[1] && gc >= 0 && gc < m.dims[0])
+            std::memcpy(const_cast<unsigned char*>(m.base) + gr * m.row_bytes + gc * m.elem, &emu::smem_base()[a], m.elem);
+        }
+      for (int i = 0; i < row * m.box[1]; ++i) --rd[st.src + i];
+    }
+    f.st_groups.erase(f.st_groups.begin());
+  }
+}
+// st.shared.b32: reported when a tensor store in flight still reads the bytes.
+inline void st_shared_u32(uint32_t addr, uint32_t v) {
+  emu::check_smem(addr, 4, 4);
+  const auto& rd = emu::cta()->st_reading;
+  for (int i = 0; i < 4; ++i)
+    if (rd[addr + i]) emu::fail("st.shared into a staging buffer that a tensor store in flight still reads (no cp.async.bulk.wait_group.read)");
+  std::memcpy(&emu::smem_base()[addr], &v, 4);
+}
+
 inline uint16_t f2bf(float f) {
   uint32_t u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
@@ -1057,6 +1181,10 @@ inline cudaError_t cudaMalloc(void** p, size_t n) {
   if (!*p) return 2;
   std::memset(*p, 0xEE, (n + 255) / 256 * 256);  // garbage: device memory is not zeroed
   return cudaSuccess;
+}
+template <typename T>
+inline cudaError_t cudaMalloc(T** p, size_t n) {  // the runtime's typed overload
+  return cudaMalloc(reinterpret_cast<void**>(p), n);
 }
 inline cudaError_t cudaFree(void* p) {
   std::free(p);
@@ -1089,4 +1217,6 @@ inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
   return cudaSuccess;
 }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
+inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline const char* cudaGetErrorString(cudaError_t) { return "emulated"; }
