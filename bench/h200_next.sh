@@ -131,6 +131,11 @@ campaign() {
     PROBS=$prob BUDGET=$budget PER_PROBLEM_S=$pps OPT_TIMEOUT=$t ${oracle:+ORACLE_S=$oracle} \
     OPT_ARGS="$OPT_ARGS_ATT" bash bench/h200_campaign.sh >"$STATE/$tag.out" 2>&1
   tail -40 "$STATE/$tag.out" >>"$SUM"
+  # An oracle step whose oracle finished in time went on to search and judge: that run is the
+  # problem's one run, so its second step is not needed.
+  if [[ $oracle && $tag == *o ]] && ! grep -q "not searched: --oracle-time-limit" "$STATE/$tag.out"; then
+    touch "$STATE/${tag%o}.done" && say "-- ${tag%o}: not needed (the oracle finished and the problem was searched)"
+  fi
 }
 step_camp016() { campaign 016_gqa_ragged_prefill_causal_h32_kv4_d128 camp016 6 110 ""; }
 step_camp018_oracle() { campaign 018_mla_paged_decode_h16_ckv512_kpe64_ps1 camp018o 4 450 $(( $(left) - 90 )); }
