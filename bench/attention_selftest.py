@@ -770,13 +770,13 @@ def main():
         if args.only:
             names = set(args.only.split(","))
             cases = [c for c in cases if c["name"] in names]
-        sms_list = [int(s) for s in args.sms.split(",")] if args.mode == "emu" else [0]
-        if fk in PREFILL:
-            sms_list = sms_list[:1]  # the prefill families size nothing from the SM count
+        sms_all = [int(s) for s in args.sms.split(",")] if args.mode == "emu" else [0]
         for knobs, (so, bt) in zip(pts, builds):
             lib = ctypes.CDLL(so)
             lib.kernelarc_entry.argtypes = [ctypes.POINTER(TensorArg), ctypes.c_int]
             lib.kernelarc_entry.restype = ctypes.c_int
+            # A prefill point sizes its grid from the SM count only when persistent (PERSIST >= 1).
+            sms_list = sms_all if fk not in PREFILL or knobs.get("PERSIST", 0) >= 1 else sms_all[:1]
             for sms in sms_list:
                 if args.mode == "emu":
                     # The emulator reads these at each launch (SM count, occupancy); a new value

@@ -593,7 +593,8 @@ TEST(FamiliesDev, GqaDecodeHeadsPoints) {
 // stages do), every mma.sync point of the space before the knobs is still there, and the WS=0 space
 // is the one before WS: warp specialisation (WS=1) only on the wgmma path, PINGPONG only with WS=1
 // and 2 or 3 consumer warpgroups, WARPS=12 only with WS=1 on 64-key tiles, QREG=1 only with WS=1
-// where the registers allow, PERSIST=2 only with WS=1, QBUFS=2 only persistent with WS=1 and QREG=0.
+// where the registers allow, PERSIST=2 only with WS=1, QBUFS=2 only persistent with WS=1 and QREG=0,
+// XITEM=1 only with QBUFS=2 and OVERLAP=1.
 TEST(FamiliesDev, GqaPrefillMmaPoints) {
   for (const char* name : {"014_gqa_paged_prefill_causal_h32_kv4_d128_ps1", "016_gqa_ragged_prefill_causal_h32_kv4_d128"}) {
     if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
@@ -628,7 +629,7 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
     EXPECT_EQ(ws0, 225u) << name;   // the space as it was before WS
     EXPECT_GE(ws1, 100u) << name;
     Knobs k{{"WARPS", 8}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 0},
-            {"WS", 0}, {"PINGPONG", 0}, {"QREG", 0}, {"QBUFS", 1}};
+            {"WS", 0}, {"PINGPONG", 0}, {"QREG", 0}, {"QBUFS", 1}, {"XITEM", 0}};
     EXPECT_TRUE(f.valid(k, p));
     k["OVERLAP"] = 1;
     EXPECT_FALSE(f.valid(k, p));  // P V one tile behind needs a third stage
@@ -650,7 +651,7 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
     // WS=1: the points to time first (FA3-like: 2 consumer warpgroups, 128-key tiles in 2 stages,
     // both overlaps), and what it excludes.
     k = {{"WARPS", 8}, {"KV_TILE", 128}, {"STAGES", 2}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 1},
-         {"WS", 1}, {"PINGPONG", 1}, {"QREG", 0}, {"QBUFS", 1}};
+         {"WS", 1}, {"PINGPONG", 1}, {"QREG", 0}, {"QBUFS", 1}, {"XITEM", 0}};
     EXPECT_TRUE(f.valid(k, p));
     k["WS"] = 0;
     EXPECT_FALSE(f.valid(k, p));  // PINGPONG needs WS=1 (and OVERLAP=1 at two stages too)
@@ -664,7 +665,7 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
     k["MMA"] = 0;
     EXPECT_FALSE(f.valid(k, p));  // WS is a wgmma-path knob
     k = {{"WARPS", 12}, {"KV_TILE", 64}, {"STAGES", 3}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 1},
-         {"WS", 1}, {"PINGPONG", 1}, {"QREG", 0}, {"QBUFS", 1}};
+         {"WS", 1}, {"PINGPONG", 1}, {"QREG", 0}, {"QBUFS", 1}, {"XITEM", 0}};
     EXPECT_TRUE(f.valid(k, p));
     k["KV_TILE"] = 128;
     EXPECT_FALSE(f.valid(k, p));  // 3 consumer warpgroups have 152 registers each: 64-key tiles only
@@ -673,7 +674,7 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
     k["PINGPONG"] = 0;
     EXPECT_FALSE(f.valid(k, p));  // WARPS=12 only with WS=1
     k = {{"WARPS", 4}, {"KV_TILE", 64}, {"STAGES", 2}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0}, {"MMA", 1}, {"OVERLAP", 0},
-         {"WS", 1}, {"PINGPONG", 1}, {"QREG", 0}, {"QBUFS", 1}};
+         {"WS", 1}, {"PINGPONG", 1}, {"QREG", 0}, {"QBUFS", 1}, {"XITEM", 0}};
     EXPECT_FALSE(f.valid(k, p));  // one consumer warpgroup has no one to take turns with
     k["PINGPONG"] = 0;
     EXPECT_TRUE(f.valid(k, p));
@@ -689,7 +690,7 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
         {{{"WARPS", 12}, {"STAGES", 3}}, false},   // WARPS 12 spills
         {{{"WARPS", 8}, {"WS", 0}}, false},        // QREG needs WS=1
         {{{"WS", 1}, {"PERSIST", 2}}, true},
-        {{{"WS", 0}, {"QREG", 0}, {"QBUFS", 1}}, false},         // PERSIST=2 needs WS=1
+        {{{"WS", 0}, {"QREG", 0}, {"QBUFS", 1}, {"XITEM", 0}}, false},         // PERSIST=2 needs WS=1
         {{{"PERSIST", 1}}, true},
         // QBUFS=2 (two Q buffers): the persistent warp-specialised path with Q in shared memory.
         {{{"WS", 1}, {"QBUFS", 2}}, true},
@@ -698,6 +699,11 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
         {{{"QREG", 0}, {"WARPS", 12}, {"STAGES", 3}}, true},  // the seed's shape: 3 stages + 2 Q fit
         {{{"KV_TILE", 128}, {"WARPS", 8}, {"STAGES", 2}}, true},
         {{{"WS", 0}, {"PINGPONG", 0}}, false},     // WS=1 only
+        // XITEM=1 (an item's last P V with the next one's first S): QBUFS=2 and OVERLAP=1.
+        {{{"WS", 1}, {"XITEM", 1}}, false},        // OVERLAP=0 here
+        {{{"OVERLAP", 1}}, true},
+        {{{"QBUFS", 1}}, false},
+        {{{"QBUFS", 2}, {"WARPS", 12}, {"KV_TILE", 64}, {"STAGES", 3}, {"PINGPONG", 1}}, true},  // the seed's shape
     };
     for (const auto& [change, ok] : steps) {
       for (const auto& [n, v] : change) k[n] = v;
@@ -1025,9 +1031,9 @@ TEST(FamiliesDev, PrefillPiecewiseOnTheTokenAxisCompilesWithNvcc) {
   EXPECT_FALSE(dispatch_axis(p.def));
   const Family& f = shipped("gqa_prefill_cuda");
   Candidate small = f.instantiate({{"WARPS", 4}, {"KV_TILE", 32}, {"STAGES", 2}, {"ORDER", 0}, {"Q_IN_SMEM", 0}, {"PERSIST", 1},
-                                   {"MMA", 0}, {"OVERLAP", 0}, {"WS", 0}, {"PINGPONG", 0}, {"QREG", 0}, {"QBUFS", 1}}, p);
+                                   {"MMA", 0}, {"OVERLAP", 0}, {"WS", 0}, {"PINGPONG", 0}, {"QREG", 0}, {"QBUFS", 1}, {"XITEM", 0}}, p);
   Candidate big = f.instantiate({{"WARPS", 12}, {"KV_TILE", 64}, {"STAGES", 3}, {"ORDER", 2}, {"Q_IN_SMEM", 1}, {"PERSIST", 0},
-                                 {"MMA", 1}, {"OVERLAP", 1}, {"WS", 1}, {"PINGPONG", 1}, {"QREG", 0}, {"QBUFS", 1}}, p);
+                                 {"MMA", 1}, {"OVERLAP", 1}, {"WS", 1}, {"PINGPONG", 1}, {"QREG", 0}, {"QBUFS", 1}, {"XITEM", 0}}, p);
   Candidate c = compose_pieces({{small, 3445}, {big, std::numeric_limits<int64_t>::max()}}, *tq, p.def, "pw");
   RunResult r = nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", false);
   EXPECT_TRUE(r.ok()) << r.output;

@@ -90,12 +90,15 @@
 //                         item's Q only once the consumers released this one's (after the item's last
 //                         S), so its latency falls between two items; 2: two buffers, items alternate,
 //                         so the next item's Q loads during the current item (Q_BYTES more shared
-//                         memory). (Tried and left out, 2026-12-05: carrying an item's last P V into
-//                         the next item's first S and writing its output after it, O then live across
-//                         the item change; with the pending softmax state parked in shared memory and
-//                         the write outside the tile step, the write beside the next item's P still
-//                         took the consumers of WARPS 8 to R213 of 216 (R161 without the write) and
-//                         ptxas serialized the wgmmas (C7511); WARPS 12 has R149 of 152 as it is.)
+//                         memory).
+//            KA_XITEM     QBUFS=2 and OVERLAP=1 only. 1: an item's end overlaps the next item's start:
+//                         its last P V is issued with the next item's first S (the ring's previous
+//                         tile, as inside an item) instead of alone, and its output is written after
+//                         that P V retired, outside the tile step, with O then restarting from 0; the
+//                         pending softmax state waits in shared memory and the write goes one row at a
+//                         time (with both in registers ptxas serialized the wgmmas for want of
+//                         registers, C7511, the consumers of WARPS 8 at R213 of 216; now R149 of 152
+//                         at WARPS 12, R189-R213 of 216 at WARPS 8).
 //
 // Work decomposition. grid = (upper bound of query tiles, kv heads). The bound comes from shapes
 // only (ceil(total_q / QTILE) + batch + 1), so the host never reads the index arrays; each CTA
@@ -171,7 +174,10 @@
 #error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #ifndef KA_QBUFS
-#define KA_QBUFS 1  // a knob added later: its default is the behaviour before it
+#define KA_QBUFS 1  // knobs added later: their defaults are the behaviour before them
+#endif
+#ifndef KA_XITEM
+#define KA_XITEM 0
 #endif
 
 // Internal linkage for everything but the entry (a judge worker keeps earlier candidates loaded).
@@ -204,6 +210,7 @@ constexpr int STAGE_BYTES = 2 * T * ROWB;
 constexpr int Q_BYTES = M * ROWB;
 constexpr int QB2 = KA_QBUFS == 2 ? 1 : 0;         // QBUFS=2: two Q buffers, items alternate
 constexpr int Q_REGION = Q_BYTES * (1 + QB2);
+constexpr int XITEM = KA_XITEM;
 constexpr int MAXB_SORT = 1024;
 constexpr int SORT_BYTES = KA_ORDER == 2 ? MAXB_SORT * 8 : 0;
 constexpr int ALIGN_SLACK = MMA ? 1024 : 0;  // the swizzled tiles start 1024-byte aligned
@@ -223,7 +230,12 @@ constexpr bool DYN = KA_PERSIST == 2;         // WS=1: items claimed at run time
 // full_k, full_v, empty_k, empty_v per stage; q_full, q_empty; PERSIST=2: item_full, item_empty (2
 // each) and the 2 item slots; QBUFS=2: q_full and q_empty of the second Q buffer (at +64).
 constexpr int BAR_BYTES = WS ? STAGES * 32 + (QB2 ? 80 : 16 + (DYN ? 48 : 0)) : 0;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_REGION + SORT_BYTES + ZERO_BYTES + BAR_BYTES + 16 + ALIGN_SLACK;
+// XITEM=1: where an item's end waits for the next item's first tile step, out of the registers: each
+// consumer thread's softmax state (16 bytes), then each consumer warp's row0 and nq (16 bytes).
+constexpr int XS_OFF = BAR_OFF + BAR_BYTES;
+constexpr int XS_BYTES = XITEM ? 16 * (NT + W) : 0;
+constexpr int SMEM_BYTES =
+    STAGES * STAGE_BYTES + Q_REGION + SORT_BYTES + ZERO_BYTES + BAR_BYTES + XS_BYTES + 16 + ALIGN_SLACK;
 constexpr float kNegInf = -__builtin_huge_valf();
 template <int N>
 struct IntC {  // a compile-time int as a value (the tile step's S width)
@@ -246,6 +258,7 @@ static_assert(KA_PINGPONG == 0 || (KA_PINGPONG == 1 && WS == 1 && NWG >= 2 && NW
 static_assert(KA_QREG == 0 || (KA_QREG == 1 && WS == 1), "QREG=1: WS=1");
 static_assert(KA_QBUFS == 1 || (KA_QBUFS == 2 && WS == 1 && KA_PERSIST >= 1 && KA_QREG == 0),
               "QBUFS=2: WS=1, PERSIST 1 or 2, QREG=0");
+static_assert(XITEM == 0 || (QB2 && PIPE), "XITEM=1: QBUFS=2 and OVERLAP=1");
 static_assert(KA_PERSIST <= 1 || (KA_PERSIST == 2 && WS == 1), "PERSIST=2: WS=1");
 
 // Byte offset of 16-byte chunk c of row r in a shared tile of `rows` rows (see KA_MMA).
@@ -1348,6 +1361,51 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     }
   };
   int it = 0, nql = 0;  // K/V tiles and Q tiles consumed so far
+#if KA_XITEM
+  // XITEM=1: one item's end overlaps the next one's start. An item's last P V is not issued at its
+  // end but with the next item's first S (its V stage is the ring's previous tile, as within an
+  // item); its softmax state and rows wait in shared memory (XS_OFF: registers are the limit here,
+  // ptxas serialized the wgmmas with them in registers), and its O is written after that P V
+  // retired, before the new item's first rescale (O then starts from 0). So at an item's first tile
+  // an earlier item is pending exactly when this is not the first item with keys (nql > 1). The
+  // last item's P V and write follow the walk.
+  float o[NTD][4];
+#pragma unroll
+  for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  uint32_t pa_prev[KT][4];
+  float4* const xs_st = reinterpret_cast<float4*>(smem + XS_OFF) + tid;                // this thread's state
+  int64_t* const xs_row = reinterpret_cast<int64_t*>(smem + XS_OFF + 16 * NT) + 2 * warp;  // row0, then nq
+  // The pending item's rows, one row of the thread at a time (a loop kept rolled: half the registers
+  // of write_rows while the next item's P is held).
+  auto write_prev = [&]() {
+    const float4 v = *xs_st;
+    const int64_t row0 = xs_row[0];
+    const int nq = static_cast<int>(xs_row[1]);
+    const int cq = 2 * (lane & 3);
+    float l0 = v.z, l1 = v.w;
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+#pragma unroll 1
+    for (int h = 0; h < 2; ++h) {
+      const int wr = wr0 + 8 * h;
+      if (wr / G >= nq) continue;
+      const float m = h ? v.y : v.x, l = h ? l1 : l0;
+      const bool none = m == kNegInf;
+      const float inv = none ? 0.f : 1.f / l;
+      const int64_t orow = row0 + static_cast<int64_t>(wr / G) * HQ + wr % G;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + orow * D);
+#pragma unroll
+      for (int n = 0; n < NTD; ++n) {
+        const float x0 = h ? o[n][2] : o[n][0], x1 = h ? o[n][3] : o[n][1];
+        dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(x0 * inv, x1 * inv);
+      }
+      if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(l);
+    }
+  };
+#endif
   auto item = [&](int b, int tile, int g) {
     const Item w = item_geom(p, b, tile, g);
     if (w.ntiles == 0) {
@@ -1368,12 +1426,16 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     const int lim0 = imin(w.i0 + wr0 / G + w.delta, w.kl - 1);  // last key row r0 sees
     const int lim1 = imin(w.i0 + wr1 / G + w.delta, w.kl - 1);
     Rows st{kNegInf, kNegInf, 0.f, 0.f};
+#if !KA_XITEM
     float o[NTD][4];
 #pragma unroll
     for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+#endif
 #if KA_OVERLAP
     const unsigned char* const zero_blk = qs_smem + Q_REGION + SORT_BYTES;
+#if !KA_XITEM
     uint32_t pa_prev[KT][4];
+#endif
 #endif
     const int qb = QB2 ? (nql & 1) : 0;  // this item's Q buffer
     mbar_wait(br.qfull(qb), (QB2 ? (nql >> 1) : nql) & 1);  // (made visible to the wgmma by the fence after the K wait)
@@ -1409,8 +1471,14 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       const uint32_t ph = (it / STAGES) & 1;
       mbar_wait(br.full_k + 8 * s, ph);
 #if KA_OVERLAP
-      const bool pv_prev = t > 0;                 // the P V of tile t-1 goes with this S
-      const int sp = (it + STAGES - 1) % STAGES;  // stage of tile t-1
+      // The P V issued with this S: tile t-1's, or (XITEM=1, t = 0) the previous item's last tile,
+      // the ring's previous tile as well.
+#if KA_XITEM
+      const bool pv_prev = t > 0 || nql > 1;
+#else
+      const bool pv_prev = t > 0;
+#endif
+      const int sp = (it + STAGES - 1) % STAGES;  // stage of the ring's previous tile
       if (pv_prev) mbar_wait(br.full_v + 8 * sp, ((it - 1) / STAGES) & 1);
 #endif
       __syncwarp();         // the lanes leave the spin loops together before the .aligned wgmma
@@ -1485,7 +1553,13 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
       fence_operands(pa_prev);
       if (pv_prev && lane == 0) mbar_arrive(br.empty_v + 8 * sp);
 #endif
+#if KA_XITEM
+      // At t = 0, O is this item's zeros or the previous item's result (written after this step):
+      // neither takes this item's factors.
+      if (t > 0) rescale_o(o, a0, a1);
+#else
       rescale_o(o, a0, a1);
+#endif
 #if KA_OVERLAP
       to_frags(pk, pa_prev);
 #else
@@ -1510,12 +1584,39 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     };
     const bool half_last = w.kv_hi - (w.ntiles - 1) * T <= T / 2;
     const int nfull = w.ntiles - (half_last ? 1 : 0);
+#if KA_XITEM
+    // After the first tile step, outside its wgmma stages (in it, the write made ptxas serialize the
+    // wgmmas, C7511): the previous item's O is complete, written, and O restarts from 0 before the
+    // P V of this item's first tile.
+    auto after_first = [&]() {
+      if (nql > 1) {
+        write_prev();
+#pragma unroll
+        for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+      }
+    };
+#else
+    auto after_first = [] {};
+#endif
 #pragma unroll 1
-    for (int t = 0; t < nfull; ++t, ++it) tile_step(IntC<T>{}, t);
+    for (int t = 0; t < nfull; ++t, ++it) {
+      tile_step(IntC<T>{}, t);
+      if (t == 0) after_first();
+    }
     if (half_last) {
       tile_step(IntC<T / 2>{}, nfull);
       ++it;
+      if (nfull == 0) after_first();
     }
+#if KA_XITEM
+    // This item's last P V goes with the next item's first S (or after the walk).
+    *xs_st = make_float4(st.m0, st.m1, st.l0, st.l1);
+    if (lane == 0) {
+      xs_row[0] = w.row0;
+      xs_row[1] = w.nq;
+    }
+    __syncwarp();
+#else
 #if KA_OVERLAP
     // P V of the item's last tile (NK k-steps).
     auto last_pv = [&](auto nk) {
@@ -1537,8 +1638,27 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     else last_pv(IntC<KT>{});
 #endif
     write_rows(p, st, o, w.row0, w.nq, wr0, lane);
+#endif
   };
   for_each_ws_item(p, ord, lane, false, br, item);
+#if KA_XITEM
+  if (nql > 0) {  // the last item's last P V (the ring's last tile), then its rows
+    const int il = it - 1, sl = il % STAGES;
+    mbar_wait(br.full_v + 8 * sl, (il / STAGES) & 1);
+    __syncwarp();
+    fence_proxy_async();
+    uint64_t dv[KT];
+    pv_descs(stages + sl * STAGE_BYTES + T * ROWB, dv);
+    wgmma_fence();
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa_prev[kt], dv[kt]);
+    wgmma_commit();
+    wgmma_wait_n<0>();
+    fence_operands(o);
+    if (lane == 0) mbar_arrive(br.empty_v + 8 * sl);
+    write_prev();
+  }
+#endif
 }
 
 __device__ __forceinline__ void ws_main(const Params& p, unsigned char* smem, const int* ord) {
