@@ -11,6 +11,9 @@
 # (default /tmp/ka-next), so the next call on the warm machine goes on where this one stopped (on a
 # fresh machine everything starts again: name the steps still wanted in STEPS). A step that does
 # not fit ends the call (order is priority), unless SKIP_BIG=1 lets smaller later steps run.
+# The A/B steps promote a point that beat the family's seed (correct everywhere, geomean time 2% or
+# more below; bench/ab_promote.py) to first seed in a copy of families/ under STATE, which the
+# campaign steps then pass to optimize (--families).
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
@@ -46,6 +49,17 @@ left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
 OPT_ARGS_ATT="--no-sol --time-compile --agents explorer,exploiter,modeler,transfer"
 
+# promote TAG FAMILY BASELINE: the A/B's winner (correct on every workload BASELINE ran, geomean time
+# at least 2% below it) becomes FAMILY's first seed in $STATE/families, which the campaigns of this
+# session then read.
+promote() {
+  local tag=$1 fam=$2 base=$3 x=$STATE/$1_rows
+  rm -rf "$x" && mkdir -p "$x"
+  tar xzf "$FINAL/$tag/prefill_ab_logs.tgz" -C "$x" prefill_ab/ab.jsonl 2>/dev/null || { say "$tag: no rows to promote from"; return; }
+  python3 bench/ab_promote.py "$x/prefill_ab/ab.jsonl" --family "$fam" --baseline "$base" \
+    --families-out "$STATE/families" --date "$(date -u +%F)" 2>&1 | tee -a "$SUM" | tail -1
+}
+
 step_mla_ab() {
   local seed=QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=1,PERSIST=0,MMA=1,SAHEAD=0
   OUT=$FINAL/mla_ab OLD=/nonexistent GQA_BOTH="" GQA_NEW="" MLA_BOTH="" \
@@ -53,6 +67,7 @@ step_mla_ab() {
     MLA_ONLY=${MLA_ONLY:-74202b1d,733a7bbe,053a88a3,54187805,fe63f292} STEP_S=${STEP_S:-220} \
     bash bench/h200_prefill_ab.sh >"$STATE/mla_ab.out" 2>&1
   grep -vE '^(no |$)' "$STATE/mla_ab.out" | tail -30 >>"$SUM"
+  promote mla_ab mla_prefill_cuda "$seed"
 }
 
 step_gqa_ab() {
@@ -62,6 +77,7 @@ step_gqa_ab() {
     GQA_ONLY=${GQA_ONLY:-5c51d2e8,007ddabb,9fb16120} STEP_S=${STEP_S:-120} \
     bash bench/h200_prefill_ab.sh >"$STATE/gqa_ab.out" 2>&1
   grep -vE '^(no |$)' "$STATE/gqa_ab.out" | tail -30 >>"$SUM"
+  promote gqa_ab gqa_prefill_cuda "$seed"
 }
 
 step_gemm_diag() {
@@ -124,13 +140,14 @@ PY
 # campaign PROBLEM TAG BUDGET PER_PROBLEM_S ORACLE_S: one bench/h200_campaign.sh run in its own
 # output folder, its optimize limited to what is left of the call.
 campaign() {
-  local prob=$1 tag=$2 budget=$3 pps=$4 oracle=$5 t
+  local prob=$1 tag=$2 budget=$3 pps=$4 oracle=$5 t fams=""
+  [[ -d $STATE/families ]] && fams=$STATE/families  # an A/B winner promoted to seed (promote)
   t=$(( $(left) - 25 ))
   ((t > 590)) && t=590
   ((pps > t - 120)) && pps=$((t - 120))
   OUT=$FINAL/$tag CALIBRATE=0 READ_TB_S=${READ_TB_S:-3.54} COMPOSE_S=${COMPOSE_S:-50} DRAIN_S=${DRAIN_S:-50} \
     PROBS=$prob BUDGET=$budget PER_PROBLEM_S=$pps OPT_TIMEOUT=$t ${oracle:+ORACLE_S=$oracle} \
-    OPT_ARGS="$OPT_ARGS_ATT" bash bench/h200_campaign.sh >"$STATE/$tag.out" 2>&1
+    OPT_ARGS="$OPT_ARGS_ATT${fams:+ --families $fams}" bash bench/h200_campaign.sh >"$STATE/$tag.out" 2>&1
   tail -40 "$STATE/$tag.out" >>"$SUM"
   # An oracle step whose oracle finished in time went on to search and judge: that run is the
   # problem's one run, so its second step is not needed.
