@@ -13,12 +13,11 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "families/family.h"
 #include "problem/problem.h"
 #include "util/files.h"
 #include "util/process.h"
+#include "gemm_problem.h"
 
 namespace ka {
 namespace {
@@ -26,33 +25,11 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kRoot = KA_SOURCE_DIR;
 
-Problem gemm(int64_t n, int64_t k) {
-  Problem p;
-  p.dir = "/nonexistent/syn_gemm";
-  p.def = parse_definition_text(fmt::format(R"J({{"name": "syn_gemm", "op_type": "gemm",
-    "axes": {{"M": {{"type": "var"}}, "N": {{"type": "const", "value": {}}}, "K": {{"type": "const", "value": {}}}}},
-    "inputs": {{"A": {{"shape": ["M", "K"], "dtype": "float16"}}, "B": {{"shape": ["N", "K"], "dtype": "float16"}}}},
-    "outputs": {{"C": {{"shape": ["M", "N"], "dtype": "float16"}}}},
-    "reference": "import torch\ndef run(A, B):\n    return torch.matmul(A, B.T)"}})J",
-                                            n, k),
-                                "synthetic");
-  return p;
-}
+using test::synthetic_gemm;
 
 // The emulated run: values exactly representable in the dtype, a double-precision reference, shapes
 // "M N K ..." from the command line; every case runs twice.
-const char* kDriver = R"(
-#include <array>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <random>
-#include <vector>
-static ka::TensorArg arg(void* d, int dt, int64_t r, int64_t c) {
-  ka::TensorArg t{};
-  t.data = d; t.dtype = dt; t.ndim = 2; t.shape[0] = r; t.shape[1] = c; t.strides[0] = c; t.strides[1] = 1;
-  return t;
-}
+const std::string kDriver = std::string(test::kGemmDriverPrelude) + R"(
 int main(int argc, char** argv) {
   using namespace ka_gemm_hopper;
   std::vector<std::array<int, 3>> shapes;
@@ -94,7 +71,7 @@ TEST(GemmHopper, EmulatedPointsComputeTheProduct) {
   const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
   ASSERT_TRUE(fs::exists(emu));
   const Family f = load_family(kRoot / "families" / "gemm_hopper_cuda");
-  Problem p = gemm(512, 2048);  // K of the space's constraints (split-K); the runs take their sizes from the arguments
+  Problem p = synthetic_gemm(512, 2048);  // K of the space's constraints (split-K); the runs take their sizes from the arguments
   auto knobs = [](int bm, int bn, int stages, int splitk, int raster, int smalln, int persist, int small_wg) {
     return Knobs{{"BM", bm},       {"BN", bn},         {"BK", 64},           {"STAGES", stages}, {"SPLITK", splitk},
                  {"RASTER", raster}, {"SMALLN", smalln}, {"PERSIST", persist}, {"CLUSTER", 1},     {"SMALL_WG", small_wg}};

@@ -11,12 +11,11 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "families/family.h"
 #include "problem/problem.h"
 #include "util/files.h"
 #include "util/process.h"
+#include "gemm_problem.h"
 #include "nvcc_build.h"
 
 namespace ka {
@@ -25,18 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kRoot = KA_SOURCE_DIR;
 
-Problem gemm(int64_t n, int64_t k) {
-  Problem p;
-  p.dir = "/nonexistent/syn_gemm";
-  p.def = parse_definition_text(fmt::format(R"J({{"name": "syn_gemm", "op_type": "gemm",
-    "axes": {{"M": {{"type": "var"}}, "N": {{"type": "const", "value": {}}}, "K": {{"type": "const", "value": {}}}}},
-    "inputs": {{"A": {{"shape": ["M", "K"], "dtype": "float16"}}, "B": {{"shape": ["N", "K"], "dtype": "float16"}}}},
-    "outputs": {{"C": {{"shape": ["M", "N"], "dtype": "float16"}}}},
-    "reference": "import torch\ndef run(A, B):\n    return torch.matmul(A, B.T)"}})J",
-                                            n, k),
-                                "synthetic");
-  return p;
-}
+using test::synthetic_gemm;
 
 const Family& skinny() {
   static Family f = load_family(kRoot / "families" / "gemm_skinny_cuda");
@@ -44,30 +32,19 @@ const Family& skinny() {
 }
 
 TEST(GemmSkinny, SpaceOnGemmProblems) {
-  Problem p = gemm(128, 2048);
+  Problem p = synthetic_gemm(128, 2048);
   EXPECT_TRUE(skinny().applies_to(p));
   // MMA = 0 (KC = 1): (WARPS, KW) 7 pairs x (UNROLL, MAXM, RW) 22 triples with MAXM <= 32,
   // MAXM * RW <= 64 and UNROLL * RW <= 8; MMA = 1: MAXM up to 128, MAXM * RW <= 128, KC 1, 2 or 4,
   // less the points whose rings (KW rings of UNROLL + 1 stages of WARPS * 16 * RW + KW * MAXM lines
   // of 128 bytes in all) pass 192 KB: 193 per KC.
   EXPECT_EQ(skinny().space(p).size(), 154u + 3 * 193u);
-  EXPECT_TRUE(skinny().space(gemm(128, 2052)).empty());  // K % 8 != 0
+  EXPECT_TRUE(skinny().space(synthetic_gemm(128, 2052)).empty());  // K % 8 != 0
 }
 
 // The emulated run: a driver that fills A and B with values exactly representable in the dtype,
 // runs the family's entry and compares with a double-precision reference.
-const char* kDriver = R"(
-#include <array>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <random>
-#include <vector>
-static ka::TensorArg arg(void* d, int dt, int64_t r, int64_t c) {
-  ka::TensorArg t{};
-  t.data = d; t.dtype = dt; t.ndim = 2; t.shape[0] = r; t.shape[1] = c; t.strides[0] = c; t.strides[1] = 1;
-  return t;
-}
+const std::string kDriver = std::string(test::kGemmDriverPrelude) + R"(
 int main(int argc, char** argv) {
   using namespace ka_gemm_skinny;
   std::vector<std::array<int, 3>> shapes{{1, 5, 8}, {1, 9, 1032}, {3, 6, 2056}, {4, 7, 16}, {5, 10, 264}, {8, 5, 520},
@@ -111,7 +88,7 @@ int main(int argc, char** argv) {
 TEST(GemmSkinny, EmulatedPointsComputeTheProduct) {
   const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
   ASSERT_TRUE(fs::exists(emu));
-  Problem p = gemm(64, 264);
+  Problem p = synthetic_gemm(64, 264);
   const std::vector<Knobs> points{{{"MMA", 0}, {"WARPS", 8}, {"KW", 8}, {"UNROLL", 1}, {"MAXM", 8}, {"RW", 1}},
                                   {{"MMA", 0}, {"WARPS", 4}, {"KW", 1}, {"UNROLL", 4}, {"MAXM", 32}, {"RW", 2}},
                                   {{"MMA", 0}, {"WARPS", 8}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}},
@@ -144,7 +121,7 @@ TEST(GemmSkinny, EmulatedPointsComputeTheProduct) {
 TEST(GemmSkinny, CompilesWithNvccForSm90a) {
   const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
-  Problem p = gemm(128, 2048);
+  Problem p = synthetic_gemm(128, 2048);
   for (const Knobs& k : {Knobs{{"MMA", 0}, {"WARPS", 8}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 4}, {"KC", 1}},
                          Knobs{{"MMA", 1}, {"WARPS", 8}, {"KW", 4}, {"UNROLL", 1}, {"MAXM", 64}, {"RW", 1}, {"KC", 1}},
                          Knobs{{"MMA", 1}, {"WARPS", 4}, {"KW", 4}, {"UNROLL", 2}, {"MAXM", 16}, {"RW", 2}, {"KC", 2}},

@@ -1361,6 +1361,25 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     }
   };
   int it = 0, nql = 0;  // K/V tiles and Q tiles consumed so far
+#if KA_OVERLAP
+  // P V of the ring's last tile (tile it - 1: an item's last) alone, NK k-steps, waited for; its V
+  // released.
+  auto last_pv = [&](auto nk, float(&oo)[NTD][4], const uint32_t(&pp)[KT][4]) {
+    const int il = it - 1, sl = il % STAGES;
+    mbar_wait(br.full_v + 8 * sl, (il / STAGES) & 1);
+    __syncwarp();
+    fence_proxy_async();
+    uint64_t dv[KT];
+    pv_descs(stages + sl * STAGE_BYTES + T * ROWB, dv);
+    wgmma_fence();
+#pragma unroll
+    for (int kt = 0; kt < decltype(nk)::value; ++kt) wgmma_rs_tb<D>(oo, pp[kt], dv[kt]);
+    wgmma_commit();
+    wgmma_wait_n<0>();
+    fence_operands(oo);
+    if (lane == 0) mbar_arrive(br.empty_v + 8 * sl);
+  };
+#endif
 #if KA_XITEM
   // XITEM=1: one item's end overlaps the next one's start. An item's last P V is not issued at its
   // end but with the next item's first S (its V stage is the ring's previous tile, as within an
@@ -1618,24 +1637,8 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
     __syncwarp();
 #else
 #if KA_OVERLAP
-    // P V of the item's last tile (NK k-steps).
-    auto last_pv = [&](auto nk) {
-      const int il = it - 1, sl = il % STAGES;  // the item's last tile
-      mbar_wait(br.full_v + 8 * sl, (il / STAGES) & 1);
-      __syncwarp();
-      fence_proxy_async();
-      uint64_t dv[KT];
-      pv_descs(stages + sl * STAGE_BYTES + T * ROWB, dv);
-      wgmma_fence();
-#pragma unroll
-      for (int kt = 0; kt < decltype(nk)::value; ++kt) wgmma_rs_tb<D>(o, pa_prev[kt], dv[kt]);
-      wgmma_commit();
-      wgmma_wait_n<0>();
-      fence_operands(o);
-      if (lane == 0) mbar_arrive(br.empty_v + 8 * sl);
-    };
-    if (half_last) last_pv(IntC<KT / 2>{});
-    else last_pv(IntC<KT>{});
+    if (half_last) last_pv(IntC<KT / 2>{}, o, pa_prev);
+    else last_pv(IntC<KT>{}, o, pa_prev);
 #endif
     write_rows(p, st, o, w.row0, w.nq, wr0, lane);
 #endif
@@ -1643,19 +1646,7 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
   for_each_ws_item(p, ord, lane, false, br, item);
 #if KA_XITEM
   if (nql > 0) {  // the last item's last P V (the ring's last tile), then its rows
-    const int il = it - 1, sl = il % STAGES;
-    mbar_wait(br.full_v + 8 * sl, (il / STAGES) & 1);
-    __syncwarp();
-    fence_proxy_async();
-    uint64_t dv[KT];
-    pv_descs(stages + sl * STAGE_BYTES + T * ROWB, dv);
-    wgmma_fence();
-#pragma unroll
-    for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa_prev[kt], dv[kt]);
-    wgmma_commit();
-    wgmma_wait_n<0>();
-    fence_operands(o);
-    if (lane == 0) mbar_arrive(br.empty_v + 8 * sl);
+    last_pv(IntC<KT>{}, o, pa_prev);
     write_prev();
   }
 #endif

@@ -588,24 +588,16 @@ inline void check_smem(uint32_t addr, int bytes, int align) {
 
 inline void __syncthreads() { emu::cta_sync(); }
 inline void __threadfence() {}
-inline int atomicAdd(int* p, int v) {
-  int o = *p;
+// One CTA runs at a time: atomics are plain read-modify-writes.
+template <typename T>
+inline T atomicAdd(T* p, T v) {
+  T o = *p;
   *p = o + v;
   return o;
 }
 inline int atomicExch(int* p, int v) {
   int o = *p;
   *p = v;
-  return o;
-}
-inline unsigned atomicAdd(unsigned* p, unsigned v) {
-  unsigned o = *p;
-  *p = o + v;
-  return o;
-}
-inline float atomicAdd(float* p, float v) {
-  float o = *p;
-  *p = o + v;
   return o;
 }
 inline float2 atomicAdd(float2* p, float2 v) {
