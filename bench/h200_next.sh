@@ -5,7 +5,6 @@
 # these steps here:
 #   scripts/device-pack.sh                 # .dev (kernelarc, its libraries) and .data/problems
 #   WORK=$PWD/.dev/gemm BUILD_ONLY=1 SKINNY_LABELS='^none$' bash bench/h200_gemm_family.sh
-#   rm -rf .data/old && mkdir -p .data/old && git archive f704aec families | tar x -C .data/old
 # and carry [".dev", ".data"]. Each call runs the steps not yet done, in STEPS order, while the next
 # one fits in what is left of DEADLINE (seconds, default 570); a step's done-marker lives in STATE
 # (default /tmp/ka-next), so the next call on the warm machine goes on where this one stopped (on a
@@ -26,10 +25,9 @@
 #              epilogue and without its wgmmas (KA_DIAG), then
 #              ncu (full set) on cuBLAS's kernel and p11 at N 5120, K 2048, M 16294 (the 0.87x
 #              case): kernel names, pipe and shared-memory load
-#   gqa_ab     (300) issue 6 line 3: the GQA prefill seeds (PERSIST 2 and 0) before and after the
-#              half last key tile (b4c33de), and the seed with two Q buffers (QBUFS=2) and with
-#              the item change overlapped too (XITEM=1), both first runs, on 016's and 014's
-#              > 50 GFLOP workloads (needs .data/old, see above)
+#   gqa_ab     (300) issue 6 line 3: the GQA prefill seed (its first run since the half last key
+#              tile, b4c33de) against itself with two Q buffers (QBUFS=2) and with the item change
+#              overlapped too (XITEM=1), both first runs, on 016's and 014's > 50 GFLOP workloads
 #   camp016    (260) issue 6 lines 1, 3, 4 on 016 (BUDGET 6; the piecewise plan composes the
 #              PERSIST=2 point for the large workloads since 5baeaf6)
 #   camp018_oracle, camp018   (540 each) 018 in two calls: the first makes the oracle's sets
@@ -71,10 +69,9 @@ step_mla_ab() {
 }
 
 step_gqa_ab() {
-  [[ -d .data/old/families ]] || { say "gqa_ab: no .data/old/families (see the header)"; return 1; }
   local seed=WARPS=12,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,PERSIST=2,MMA=1,OVERLAP=1,WS=1,PINGPONG=1,QREG=0
-  OUT=$FINAL/gqa_ab OLD=.data/old GQA_BOTH="$seed ${seed/PERSIST=2/PERSIST=0}" GQA_NEW="$seed,QBUFS=2 $seed,QBUFS=2,XITEM=1" MLA_BOTH="" MLA_NEW="" \
-    GQA_ONLY=${GQA_ONLY:-5c51d2e8,007ddabb,9fb16120} STEP_S=${STEP_S:-120} \
+  OUT=$FINAL/gqa_ab OLD=/nonexistent GQA_BOTH="" GQA_NEW="$seed $seed,QBUFS=2 $seed,QBUFS=2,XITEM=1" MLA_BOTH="" MLA_NEW="" \
+    GQA_ONLY=${GQA_ONLY:-5c51d2e8,007ddabb,9fb16120} STEP_S=${STEP_S:-230} \
     bash bench/h200_prefill_ab.sh >"$STATE/gqa_ab.out" 2>&1
   grep -vE '^(no |$)' "$STATE/gqa_ab.out" | tail -30 >>"$SUM"
   promote gqa_ab gqa_prefill_cuda "$seed"
