@@ -228,12 +228,22 @@ TEST(SolOracle, SlowReferencesGetFewerTimedCalls) {
   EXPECT_EQ(tm.at("samples_ms").size(), static_cast<size_t>(n));
   EXPECT_GE(*e.at(0).reference_ms(), 260.0);
 
+  // A fast reference gets the full protocol, unless the cache flush alone before each call makes the
+  // calls too slow for 50 to fit the 2 s budget: on the CPU the flush writes twice the last-level
+  // cache, and a VM that reports a 260 MB L3 (2026-12-05) spends 15-60 ms per call on it under
+  // ctest -j2, so there the count is the budget's (29 seen), never below the minimum of 3.
   ka::Problem pf = ka::load_problem(fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128");
   auto f = oracle.ensure(pf, {{&pf.workloads.at(0), 0}}, true, false, /*timings_only=*/true);
   ASSERT_TRUE(f.at(0).ok()) << f.at(0).error;
-  EXPECT_EQ(f.at(0).meta.at("reference_timing").at("warmup").get<int>(), 10);
-  EXPECT_EQ(f.at(0).meta.at("reference_timing").at("iterations").get<int>(), 50);
-  EXPECT_EQ(f.at(0).meta.at("reference_timing").at("samples_ms").size(), 50u);
+  const json& ft = f.at(0).meta.at("reference_timing");
+  const int fn = ft.at("iterations").get<int>();
+  EXPECT_EQ(ft.at("samples_ms").size(), static_cast<size_t>(fn)) << ft.dump();
+  if (fn == 50) {
+    EXPECT_EQ(ft.at("warmup").get<int>(), 10) << ft.dump();
+  } else {
+    EXPECT_GE(ft.at("flush_bytes").get<int64_t>(), int64_t{256} << 20) << ft.dump();  // only a large flush explains it
+    EXPECT_GE(fn, 3) << ft.dump();
+  }
 }
 
 // A call of LONG_CALL_S (1 s) and more is timed once: at that length a call is ~10^5-10^6 launches
