@@ -83,9 +83,10 @@ step_gemm_diag() {
   [[ -x $G/selftest ]] || { say "gemm_diag: no $G/selftest (build it here with BUILD_ONLY=1, see the header)"; return 1; }
   # d01/d02: p11 without its epilogue / also without its wgmmas (KA_DIAG): what the epilogue and the
   # TMA ring alone cost; d03: p11 storing C from registers (no shared memory, no TMA store); p21/p22:
-  # the ping-pong kernel (PERSIST=2), whose outputs the self-test checks as for every point.
+  # the ping-pong kernel (PERSIST=2; p23 with B multicast over 2 CTAs, never emulated: the emulator has
+  # no clusters), whose outputs the self-test checks as for every point.
   # M 8448 and 16896 are whole waves of 128-row tiles at N 5120 (10 and 20 x 132).
-  for l in p11_p1_bn256_s4_sn32_r1 d01_p11_noepi d02_p11_nomma d03_p11_stg p21_pp_bn256_s4_r1 p22_pp_bn128_s6_r1 \
+  for l in p11_p1_bn256_s4_sn32_r1 d01_p11_noepi d02_p11_nomma d03_p11_stg p21_pp_bn256_s4_r1 p23_ppc2_bn256_s4_r1 p22_pp_bn128_s6_r1 \
     p20_p1_bn256_s4_r0 p12_pc2_bn256_s4_sn256_r1 p16_p1_bn128_s5_r1 p17_pc2_bn128_s5_r1; do
     [[ -f $G/pts/$l/candidate.so ]] || { echo "no $l" >>"$D/notes.txt"; continue; }
     timeout 90 "$G/selftest" --lib "$G/pts/$l/candidate.so" --label "$l" --reps 20 --hang-s 15 --dtypes fp16 \
@@ -93,7 +94,7 @@ step_gemm_diag() {
     echo "exit $?" >>"$D/selftest_$l.txt"
   done
   # The ping-pong kernel's first run: correctness (no timing) on every shape, both dtypes, M 1 to 16294.
-  for l in p21_pp_bn256_s4_r1 p22_pp_bn128_s6_r1; do
+  for l in p21_pp_bn256_s4_r1 p23_ppc2_bn256_s4_r1 p22_pp_bn128_s6_r1; do
     [[ -f $G/pts/$l/candidate.so ]] || continue
     timeout 90 "$G/selftest" --lib "$G/pts/$l/candidate.so" --label "check_$l" --reps 0 --hang-s 15 \
       --ms 1,13,33,200,1024,4097,16294 >"$D/check_$l.txt" 2>&1

@@ -34,12 +34,13 @@
 //                 and writes them with TMA stores that drain under the next tile's MMAs (direct
 //                 stores when C is not 16-byte aligned or N % 8 != 0). Split-K units run in the
 //                 same loop. The small-M path is unchanged.
-//                 2 (BM = 128, CLUSTER = 1): the persistent kernel in ping-pong: each consumer
-//                 warpgroup computes its own 64×BN tile (64-row A tiles, a stage holds one
-//                 warpgroup's k-tile) and the two run their mainloops in turn, so one warpgroup's
-//                 epilogue runs under the other's MMAs instead of idling the tensor cores (CUTLASS's
-//                 "ping-pong" schedule); more L2 → shared traffic per FLOP than 128×BN tiles, no split-K.
-//   KA_CLUSTER    1, or 2 or 4 (needs PERSIST = 1): clusters of CL CTAs along M compute the tiles
+//                 2 (BM = 128): the persistent kernel in ping-pong: each consumer warpgroup computes
+//                 its own 64×BN tile (64-row A tiles, a stage holds one warpgroup's k-tile) and the
+//                 two run their mainloops in turn, so one warpgroup's epilogue runs under the other's
+//                 MMAs instead of idling the tensor cores (CUTLASS's "ping-pong" schedule); no
+//                 split-K. A 64×256 unit moves (64+256)/(64·256) bytes per MAC from L2, 1.67× a
+//                 128×256 tile's: CLUSTER = 2 (B multicast) brings it back to 1.0×.
+//   KA_CLUSTER    1, or 2 or 4 (needs PERSIST >= 1): clusters of CL CTAs along M compute the tiles
 //                 (CL·i + r, j), r < CL; each loads its own A tile and 1/CL of the common B tile,
 //                 multicast to all of them (1/CL of the L2 → SM traffic of B; for skinny N, B is the
 //                 larger part of it). The grid is sized by cudaOccupancyMaxActiveClusters.
@@ -194,7 +195,7 @@ constexpr int smem_bytes(int tp, int tq, int stages) { return 1024 + stages * (t
 static_assert(kPersist == 0 || kPersist == 1 || kPersist == 2, "PERSIST must be 0, 1 or 2");
 static_assert(kPersist != 2 || kBM == 128, "PERSIST = 2 (ping-pong) needs BM = 128: two consumer warpgroups");
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER must be 1, 2 or 4");
-static_assert(kCluster == 1 || kPersist == 1, "CLUSTER > 1 needs PERSIST = 1");
+static_assert(kCluster == 1 || kPersist >= 1, "CLUSTER > 1 needs PERSIST >= 1");
 // The persistent kernel adds two 64×64 output staging buffers (8 KB each) per consumer warpgroup
 // for its TMA-store epilogue: TP · 256 bytes.
 constexpr int smem_bytes_persist(int tp, int tq, int stages) { return smem_bytes(tp, tq, stages) + tp * 256; }
@@ -782,7 +783,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
                            unsigned* __restrict__ counters, int M, int N, int K, int tilesP, int tilesQ,
                            int full_units, int tail, int tsplit, int raster, int tma_store) {
 #if KA_GEMM_WGMMA
-  static_assert(!PP || (WG == 2 && CL == 1), "PERSIST = 2: two consumer warpgroups, no cluster");
+  static_assert(!PP || WG == 2, "PERSIST = 2: two consumer warpgroups");
   constexpr int TP = PP ? 64 : 64 * WG;  // rows of A per unit (and per stage)
   constexpr int X_BYTES = TP * 128, Y_BYTES = TQ * 128, YH_BYTES = Y_BYTES / CL;
   constexpr uint32_t STAGE_TX = X_BYTES + Y_BYTES;  // own A tile + both halves of the B tile
@@ -840,7 +841,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full(s), 1);
-      mbar_init(empty(s), PP ? 4 : CL * WG * 4);  // one arrive per consuming warp of every CTA of the cluster
+      mbar_init(empty(s), CL * (PP ? 4 : WG * 4));  // one arrive per consuming warp of every CTA of the cluster
     }
     fence_mbarrier_init();
   }
