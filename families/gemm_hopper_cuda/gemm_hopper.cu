@@ -129,7 +129,7 @@
 #if KA_CLUSTER > 1
 #error "gemm_hopper_cuda: the CPU emulator has no thread-block clusters (CLUSTER > 1)"
 #endif
-// fp16 / bf16 as 16-bit values with round-to-nearest-even conversions (NaN quieted).
+// fp16 / bf16 as 16-bit values, converted by the emulator's round-to-nearest-even functions.
 struct __half {
   uint16_t x;
 };
@@ -142,19 +142,7 @@ struct __half2 {
 struct __nv_bfloat162 {
   __nv_bfloat16 a, b;
 };
-inline __half __float2half_rn(float f) {
-  const uint32_t u = __float_as_uint(f), sign = (u >> 16) & 0x8000u, au = u & 0x7fffffffu;
-  if (au > 0x7f800000u) return {static_cast<uint16_t>(sign | 0x7e00u)};
-  if (au >= 0x477ff000u) return {static_cast<uint16_t>(sign | 0x7c00u)};  // >= 65520: inf
-  if (au < 0x38800000u) {  // below 2^-14: a subnormal, m * 2^-24
-    const float v = __uint_as_float(au) * 16777216.0f;
-    return {static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(v)))};
-  }
-  uint32_t h = ((((au >> 23) - 112u) << 10) | ((au & 0x7fffffu) >> 13));
-  const uint32_t rem = au & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return {static_cast<uint16_t>(sign | h)};
-}
+inline __half __float2half_rn(float f) { return {ka_emu_ops::f2h(f)}; }
 inline float __half2float(__half h) { return ka_emu_ops::hf(h.x); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return {ka_emu_ops::f2bf(f)}; }
 inline float __bfloat162float(__nv_bfloat16 h) { return ka_emu_ops::bf(h.x); }
@@ -589,7 +577,6 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr) {
   return static_cast<uint64_t>((saddr & 0x3FFFFu) >> 4) | (static_cast<uint64_t>(1) << 16) |
          (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
 }
-
 
 template <typename T> __device__ __forceinline__ T from_float(float v);
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }

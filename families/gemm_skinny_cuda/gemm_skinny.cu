@@ -82,60 +82,13 @@ constexpr int kF16 = 1, kBF16 = 2;  // element type codes of the kernels' templa
 #ifdef KA_EMULATE
 #define KA_DYN_SMEM(name) unsigned char* name = emu::smem_base()
 #define KA_LAUNCH(kernel, grid, block, smem, ...) emu::launch(grid, block, smem, [=] { kernel(__VA_ARGS__); })
-inline float half_bits_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  uint32_t f;
-  if (exp == 0) {
-    if (man == 0) f = sign;
-    else {  // subnormal: normalise
-      int e = -1;
-      uint32_t m = man;
-      do { m <<= 1; ++e; } while (!(m & 0x400));
-      f = sign | ((127 - 15 - e) << 23) | ((m & 0x3ff) << 13);
-    }
-  } else if (exp == 31) f = sign | 0x7f800000u | (man << 13);
-  else f = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  float out;
-  std::memcpy(&out, &f, 4);
-  return out;
-}
-inline uint16_t float_to_half_bits(float x) {  // round to nearest even; enough for the test's range
-  uint32_t f;
-  std::memcpy(&f, &x, 4);
-  const uint32_t sign = (f >> 16) & 0x8000u;
-  const int exp = static_cast<int>((f >> 23) & 0xff) - 127 + 15;
-  uint32_t man = f & 0x7fffffu;
-  if (((f >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (man ? 0x200u : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    man |= 0x800000u;
-    const int shift = 14 - exp;
-    uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (man >> 13);
-  const uint32_t rem = man & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;
-  return static_cast<uint16_t>(sign | h);
-}
 template <int DT>
 inline float to_f(uint16_t u) {
-  if (DT == kF16) return half_bits_to_float(u);
-  uint32_t f = static_cast<uint32_t>(u) << 16;
-  float out;
-  std::memcpy(&out, &f, 4);
-  return out;
+  return DT == kF16 ? ka_emu_ops::hf(u) : ka_emu_ops::bf(u);
 }
 template <int DT>
 inline uint16_t from_f(float x) {
-  if (DT == kF16) return float_to_half_bits(x);
-  uint32_t f;
-  std::memcpy(&f, &x, 4);
-  if ((f & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-  f += 0x7fffu + ((f >> 16) & 1);
-  return static_cast<uint16_t>(f >> 16);
+  return DT == kF16 ? ka_emu_ops::f2h(x) : ka_emu_ops::f2bf(x);
 }
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]

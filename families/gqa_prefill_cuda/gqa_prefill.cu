@@ -676,7 +676,9 @@ __device__ __forceinline__ void rescale_o(float (&o)[N][4], float a0, float a1) 
 
 // The epilogue (every warp owns whole rows): the thread's rows, CTA rows wr0 and wr0 + 8 (those past
 // the item's nq tokens skipped), out = O / l and lse = m + log2(l) from the quad's sums; rows that
-// saw no key get the empty-row values (see the top).
+// saw no key get the empty-row values (see the top). ROLLED: one row at a time (a loop kept rolled:
+// half the registers, for XITEM's write beside the next item's P).
+template <bool ROLLED = false>
 __device__ __forceinline__ void write_rows(const Params& p, Rows st, const float (&o)[NTD][4], int64_t row0, int nq,
                                            int wr0, int lane) {
   const int cq = 2 * (lane & 3);
@@ -685,7 +687,7 @@ __device__ __forceinline__ void write_rows(const Params& p, Rows st, const float
   st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, 1);
   st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, 2);
   const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
-#pragma unroll
+#pragma unroll(ROLLED ? 1 : 2)
   for (int h = 0; h < 2; ++h) {
     const int wr = wr0 + 8 * h;
     if (wr / G >= nq) continue;
@@ -695,8 +697,10 @@ __device__ __forceinline__ void write_rows(const Params& p, Rows st, const float
     const int64_t orow = row0 + static_cast<int64_t>(wr / G) * HQ + wr % G;
     uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + orow * D);
 #pragma unroll
-    for (int n = 0; n < NTD; ++n)
-      dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+    for (int n = 0; n < NTD; ++n) {
+      const float x0 = h ? o[n][2] : o[n][0], x1 = h ? o[n][3] : o[n][1];  // (selects: h stays a register when rolled)
+      dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(x0 * inv, x1 * inv);
+    }
     if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(l);
   }
 }
@@ -1394,35 +1398,11 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
   uint32_t pa_prev[KT][4];
   float4* const xs_st = reinterpret_cast<float4*>(smem + XS_OFF) + tid;                // this thread's state
   int64_t* const xs_row = reinterpret_cast<int64_t*>(smem + XS_OFF + 16 * NT) + 2 * warp;  // row0, then nq
-  // The pending item's rows, one row of the thread at a time (a loop kept rolled: half the registers
-  // of write_rows while the next item's P is held).
+  // The pending item's rows (write_rows one row at a time: half the registers while the next item's
+  // P is held).
   auto write_prev = [&]() {
     const float4 v = *xs_st;
-    const int64_t row0 = xs_row[0];
-    const int nq = static_cast<int>(xs_row[1]);
-    const int cq = 2 * (lane & 3);
-    float l0 = v.z, l1 = v.w;
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
-#pragma unroll 1
-    for (int h = 0; h < 2; ++h) {
-      const int wr = wr0 + 8 * h;
-      if (wr / G >= nq) continue;
-      const float m = h ? v.y : v.x, l = h ? l1 : l0;
-      const bool none = m == kNegInf;
-      const float inv = none ? 0.f : 1.f / l;
-      const int64_t orow = row0 + static_cast<int64_t>(wr / G) * HQ + wr % G;
-      uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + orow * D);
-#pragma unroll
-      for (int n = 0; n < NTD; ++n) {
-        const float x0 = h ? o[n][2] : o[n][0], x1 = h ? o[n][3] : o[n][1];
-        dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(x0 * inv, x1 * inv);
-      }
-      if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(l);
-    }
+    write_rows<true>(p, Rows{v.x, v.y, v.z, v.w}, o, xs_row[0], static_cast<int>(xs_row[1]), wr0, lane);
   };
 #endif
   auto item = [&](int b, int tile, int g) {

@@ -848,7 +848,9 @@ inline WgDesc wgmma_decode(uint64_t d) {
 //   MN-major, no swizzle: mn%8 contiguous, mn/8 -> SBO; k%8 -> 16 B, k/8 -> LBO.
 //   MN-major, swizzle S:  atoms of S bytes along mn x 8 rows along k; mn/(S/2) -> LBO,
 //                         k%8 -> S bytes, k/8 -> SBO.
-// The swizzle XORs address bits [4, 4+log2(S/16)) with bits [7, ...) of the absolute address.
+// The swizzle XORs address bits [4, 4+log2(S/16)) with bits [7, ...) of the absolute address (as
+// TMA's, below).
+inline uint32_t swizzle_addr(uint32_t a, uint32_t bytes) { return bytes ? a ^ (((a >> 7) & (bytes / 16 - 1)) << 4) : a; }
 inline uint32_t wgmma_desc_addr(const WgDesc& w, bool mn_major, int mn, int k) {
   uint32_t a = w.start;
   if (!mn_major) {
@@ -865,11 +867,7 @@ inline uint32_t wgmma_desc_addr(const WgDesc& w, bool mn_major, int mn, int k) {
       a += (mn / e) * w.lbo + (mn % e) * 2 + (k / 8) * w.sbo + (k % 8) * w.swz_bytes;
     }
   }
-  if (w.swz_bytes) {
-    const uint32_t mask = w.swz_bytes / 16 - 1;  // 7, 3 or 1
-    a ^= ((a >> 7) & mask) << 4;
-  }
-  return a;
+  return swizzle_addr(a, w.swz_bytes);
 }
 
 struct WgmmaIn {
@@ -1087,7 +1085,18 @@ inline bool elect_one() {
 }
 
 // ── tensor-map TMA (2-D) ──
-inline uint32_t swizzle128(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
+// f(byte offset in the global tensor, shared address) for each element of box (c0, c1) of m that lies
+// inside the tensor; the box is row-major at `smem`, swizzled as m says.
+template <typename F>
+inline void for_each_box_element(const emu::TensorMap2D& m, uint32_t smem, int c0, int c1, F f) {
+  const int row = m.box[0] * m.elem;
+  for (int r = 0; r < m.box[1]; ++r)
+    for (int c = 0; c < m.box[0]; ++c) {
+      const int64_t gr = static_cast<int64_t>(c1) + r, gc = static_cast<int64_t>(c0) + c;
+      if (gr >= 0 && gr < m.dims[1] && gc >= 0 && gc < m.dims[0])
+        f(gr * m.row_bytes + gc * m.elem, swizzle_addr(smem + static_cast<uint32_t>(r * row + c * m.elem), m.swizzle));
+    }
+}
 // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {c0, c1}], [bar]
 inline void tma_load_2d(uint32_t dst, const emu::TensorMap2D& m, int c0, int c1, uint32_t bar) {
   const int row = m.box[0] * m.elem;
@@ -1099,15 +1108,8 @@ inline void tma_load_2d(uint32_t dst, const emu::TensorMap2D& m, int c0, int c1,
   for (uint32_t i = 0; i < bytes; ++i)
     if (pend[dst + i]) emu::fail("TMA load into shared memory that a pending copy still writes (stage refilled too early)");
   check_not_wg_read(dst, static_cast<int>(bytes));
-  auto box = std::make_shared<std::vector<unsigned char>>(bytes, 0);
-  for (int r = 0; r < m.box[1]; ++r)
-    for (int c = 0; c < m.box[0]; ++c) {
-      const int64_t gr = static_cast<int64_t>(c1) + r, gc = static_cast<int64_t>(c0) + c;
-      uint32_t a = dst + static_cast<uint32_t>(r * row + c * m.elem);
-      if (m.swizzle == 128) a = swizzle128(a);
-      if (gr >= 0 && gr < m.dims[1] && gc >= 0 && gc < m.dims[0])
-        std::memcpy(box->data() + (a - dst), m.base + gr * m.row_bytes + gc * m.elem, m.elem);
-    }
+  auto box = std::make_shared<std::vector<unsigned char>>(bytes, 0);  // zero fill outside the tensor
+  for_each_box_element(m, dst, c0, c1, [&](int64_t off, uint32_t a) { std::memcpy(box->data() + (a - dst), m.base + off, m.elem); });
   std::memset(&pend[dst], 1, bytes);
   std::memset(&emu::smem_base()[dst], 0xFF, bytes);  // poison until the phase completes
   b.copies.push_back({dst, box->data(), bytes, box});
@@ -1135,16 +1137,10 @@ inline void bulk_wait(int n) {
   while (static_cast<int>(f.st_groups.size()) > n) {
     for (const emu::BulkStore& st : f.st_groups.front()) {
       const emu::TensorMap2D& m = st.map;
-      const int row = m.box[0] * m.elem;
-      for (int r = 0; r < m.box[1]; ++r)
-        for (int c = 0; c < m.box[0]; ++c) {
-          const int64_t gr = static_cast<int64_t>(st.c1) + r, gc = static_cast<int64_t>(st.c0) + c;
-          uint32_t a = st.src + static_cast<uint32_t>(r * row + c * m.elem);
-          if (m.swizzle == 128) a = swizzle128(a);
-          if (gr >= 0 && gr < m.dims[1] && gc >= 0 && gc < m.dims[0])
-            std::memcpy(const_cast<unsigned char*>(m.base) + gr * m.row_bytes + gc * m.elem, &emu::smem_base()[a], m.elem);
-        }
-      for (int i = 0; i < row * m.box[1]; ++i) --rd[st.src + i];
+      for_each_box_element(m, st.src, st.c0, st.c1, [&](int64_t off, uint32_t a) {
+        std::memcpy(const_cast<unsigned char*>(m.base) + off, &emu::smem_base()[a], m.elem);
+      });
+      for (int i = 0; i < m.box[0] * m.elem * m.box[1]; ++i) --rd[st.src + i];
     }
     f.st_groups.erase(f.st_groups.begin());
   }
@@ -1163,6 +1159,26 @@ inline uint16_t f2bf(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
+}
+// float to IEEE binary16 bits, round to nearest even (subnormals, overflow to inf, NaN quieted).
+inline uint16_t f2h(float x) {
+  const uint32_t f = __float_as_uint(x), sign = (f >> 16) & 0x8000u;
+  const int exp = static_cast<int>((f >> 23) & 0xff) - 127 + 15;
+  uint32_t man = f & 0x7fffffu;
+  if (((f >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (man ? 0x200u : 0));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    man |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (man >> 13);
+  const uint32_t rem = man & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;  // a carry into the exponent rounds up to inf
+  return static_cast<uint16_t>(sign | h);
 }
 
 }  // namespace ka_emu_ops
