@@ -179,7 +179,10 @@ TEST(Compose, GeneratedSourceHoistsIncludesAndScopesMacros) {
   auto ax = dispatch_axis(p.def);
   ASSERT_TRUE(ax);
   Candidate a = host_source("a", "#define KA_X 1\n#include <vector>\nvoid run(const ka::TensorArg&, const ka::TensorArg&, const ka::TensorArg&) {}\n");
-  Candidate b = host_source("b", "#define KA_X 2\n  #  include <vector>\n#include <cmath>\nvoid run(const ka::TensorArg&, const ka::TensorArg&, const ka::TensorArg&) {}\n");
+  // b also "defines" a macro of a hoisted header, under a false #if (as the GEMM family's
+  // emulator-only `#define __grid_constant__`): the header's definition must survive b.
+  Candidate b = host_source("b", "#define KA_X 2\n  #  include <vector>\n#include <cmath>\n#if 0\n#define INT32_MAX 0\n#endif\n"
+                                 "void run(const ka::TensorArg&, const ka::TensorArg&, const ka::TensorArg&) {}\n");
   Candidate c = compose_pieces({{a, 7}, {b, 20}, {a, kMax}}, *ax, p.def, "pw");
   ASSERT_EQ(c.sources.size(), 1u);
   const std::string& s = c.sources[0].content;
@@ -199,6 +202,13 @@ TEST(Compose, GeneratedSourceHoistsIncludesAndScopesMacros) {
   EXPECT_NE(s.find("if (v <= 7)"), std::string::npos);
   EXPECT_NE(s.find("if (v <= 20)"), std::string::npos);
   EXPECT_NE(s.find("ka_piece0::run(a0, a1, a2);\n}"), std::string::npos);  // the last range: part 0 again
+  // It compiles; after the parts, KA_X is gone and INT32_MAX is <cstdint>'s again.
+  fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-compose-").string());
+  write_atomic(dir / "pw.cpp", s + "\n#ifdef KA_X\n#error KA_X leaked\n#endif\nstatic_assert(INT32_MAX == 2147483647);\n");
+  RunResult r = run_command({"c++", "-std=c++20", "-fsyntax-only", "-I", (kRoot / "include").string(), (dir / "pw.cpp").string()},
+                            std::chrono::minutes(2));
+  EXPECT_TRUE(r.ok()) << r.output;
+  fs::remove_all(dir);
 }
 
 // End to end: batch_size ≤ 24 goes to a part that never writes its output (wrong_answer), the rest

@@ -111,7 +111,7 @@ Candidate compose_pieces(const std::vector<Piece>& pieces, const DispatchAxis& a
     std::istringstream in(p.sources[0].content);
     std::string line;
     std::set<std::string> macros;
-    body += fmt::format("\nnamespace ka_piece{} {{  // {}\n", ns[i], p.name);
+    std::string part;
     while (std::getline(in, line)) {
       std::smatch m;
       if (std::regex_match(line, include_re)) {
@@ -121,10 +121,15 @@ Candidate compose_pieces(const std::vector<Piece>& pieces, const DispatchAxis& a
         continue;
       }
       if (std::regex_search(line, m, define_re)) macros.insert(m[1]);
-      body += line + "\n";
+      part += line + "\n";
     }
+    // Every macro the part may define (read from its text, so also those under a false #if, e.g. a
+    // part's emulator-only `#define __grid_constant__`) is saved before it and restored after it:
+    // one the headers define keeps their definition, one the part introduces is gone again.
+    for (const auto& mac : macros) body += fmt::format("#pragma push_macro(\"{}\")\n", mac);
+    body += fmt::format("\nnamespace ka_piece{} {{  // {}\n", ns[i], p.name) + part;
     body += fmt::format("}}  // namespace ka_piece{}\n", ns[i]);
-    for (const auto& mac : macros) body += fmt::format("#undef {}\n", mac);
+    for (const auto& mac : macros) body += fmt::format("#undef {}\n#pragma pop_macro(\"{}\")\n", mac, mac);
     add_flags(c.cflags, p.cflags);
     add_flags(c.cuda_cflags, p.cuda_cflags);
     add_flags(c.ld_flags, p.ld_flags);

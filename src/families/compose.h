@@ -10,8 +10,9 @@
 //     each header is expanded once at global scope (the copies left in the parts are commented
 //     out; an include a part made conditionally becomes unconditional);
 //   - each distinct part's whole source (its `#define KA_*` lines included) inside `namespace
-//     ka_piece<i>`, followed by an `#undef` of every macro the part defines, so the next part sees
-//     only its own (a part serving two ranges appears once);
+//     ka_piece<i>`, between `#pragma push_macro` / `pop_macro` of every macro the part defines, so
+//     the next part sees only its own and the headers' macros keep their meaning (a part serving two
+//     ranges appears once);
 //   - the entry: the definition's inputs then outputs (tensors as `const ka::TensorArg&`, scalar
 //     inputs as double, int64_t or bool, as the ABI passes them), reading the axis from one input
 //     tensor's dimension and calling the part whose range holds it.
