@@ -3,7 +3,7 @@
 // also tracks stays in its commit group, as on the hardware: cp.async.wait_group retires it (the
 // data lands), and the barrier's later completion does not perform it a second time over newer
 // data. A kernel that waits for its page ids by group while tracking its K/V copies on an mbarrier
-// (a producer warp's id ring) depends on both. And the attention families' seed points, emulated
+// (a producer warp's id ring) depends on both. Clusters: multicast and remote arrivals. And the attention families' seed points, emulated
 // against their definitions' references (bench/attention_selftest.py --mode emu).
 #include <gtest/gtest.h>
 
@@ -62,6 +62,61 @@ TEST(Emulator, CpAsyncTrackedByAnMbarrierStaysInItsGroup) {
   RunResult r = run_command({(dir / "k").string()}, std::chrono::minutes(1));
   EXPECT_TRUE(r.ok()) << r.output;
   EXPECT_EQ(r.output, "111 222 1\n");
+  fs::remove_all(dir);
+}
+
+// Thread-block clusters (the GEMM family's CLUSTER > 1): rank 0's TMA load multicast to both CTAs of
+// each 2-CTA cluster lands in each at the same shared offset and completes each CTA's own barrier;
+// rank 1 then arrives on a barrier of rank 0. Without the waits before exit (the argument "racy"),
+// rank 0 may leave first, and that remote arrival on an exited CTA is reported (16 clusters: the
+// rank that runs ahead is drawn per cluster).
+const char* kClusterKernel = R"(
+#include <cstdio>
+using namespace ka_emu_ops;
+static uint16_t src[64];
+static int out[16];
+void kernel(bool wait_before_exit) {
+  const uint32_t bar = 0, ready = 8, data = 128, rank = cluster_ctarank();
+  emu::TensorMap2D m;
+  m.base = reinterpret_cast<const unsigned char*>(src);
+  m.dims[0] = 64, m.dims[1] = 1, m.row_bytes = 128, m.box[0] = 64, m.box[1] = 1;
+  if (threadIdx.x == 0) { mbar_init(bar, 1); mbar_init(ready, 1); }
+  cluster_sync();  // both CTAs' barriers exist
+  if (threadIdx.x == 0) {
+    mbar_arrive_expect_tx(bar, 128);  // each CTA expects the box once
+    if (rank == 0) tma_load_2d_multicast(data, m, 0, 0, bar, 3);
+    mbar_try_wait(bar, 0);
+    const uint16_t* d = reinterpret_cast<const uint16_t*>(emu::smem_base() + data);
+    out[blockIdx.x] = d[5] + d[63];
+    if (rank == 1) mbar_arrive_remote(ready, 0);
+    else if (wait_before_exit) mbar_try_wait(ready, 0);
+  }
+  if (wait_before_exit) cluster_sync();
+}
+int main(int argc, char**) {
+  for (int i = 0; i < 64; ++i) src[i] = static_cast<uint16_t>(i);
+  const bool wait = argc < 2;
+  emu::launch_cluster(dim3(16), dim3(64), 512, 2, [=] { kernel(wait); });
+  for (int b = 0; b < 16; ++b)
+    if (out[b] != 68) { std::printf("CTA %d read %d\n", b, out[b]); return 1; }
+  std::printf("ok\n");
+  return 0;
+}
+)";
+
+TEST(Emulator, ClusterMulticastAndRemoteArrivals) {
+  const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
+  fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-emu-").string());
+  write_atomic(dir / "k.cpp", "#include \"" + emu.string() + "\"\n" + kClusterKernel);
+  RunResult b = run_command({"g++", "-std=c++17", "-O1", "-o", (dir / "k").string(), (dir / "k.cpp").string()},
+                            std::chrono::minutes(2));
+  ASSERT_TRUE(b.ok()) << b.output;
+  RunResult r = run_command({(dir / "k").string()}, std::chrono::minutes(1));
+  EXPECT_TRUE(r.ok()) << r.output;
+  EXPECT_EQ(r.output, "ok\n");
+  RunResult racy = run_command({(dir / "k").string(), "racy"}, std::chrono::minutes(1));
+  EXPECT_FALSE(racy.ok()) << racy.output;
+  EXPECT_NE(racy.output.find("mbarrier arrival on a CTA that has exited"), std::string::npos) << racy.output;
   fs::remove_all(dir);
 }
 

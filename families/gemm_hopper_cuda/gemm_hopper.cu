@@ -70,7 +70,8 @@
 // read from the arguments (N and K need not match the definition). Launches on the default stream.
 // Under KA_EMULATE (tests/test_gemm_hopper.cpp) the source builds with g++ against the attention
 // families' CPU emulator (threads as fibers; mbarriers, TMA tensor loads and stores, wgmma and named
-// barriers emulated and checked), with software fp16/bf16 conversions; CLUSTER = 1 only.
+// barriers, clusters with multicast and remote arrivals emulated and checked), with software
+// fp16/bf16 conversions.
 #ifdef KA_EMULATE
 #include KA_EMULATE
 #else
@@ -126,9 +127,6 @@
 #ifdef KA_EMULATE
 #undef KA_GEMM_WGMMA
 #define KA_GEMM_WGMMA 1  // the emulator runs the sm_90a kernels (not the mma.sync fallback)
-#if KA_CLUSTER > 1
-#error "gemm_hopper_cuda: the CPU emulator has no thread-block clusters (CLUSTER > 1)"
-#endif
 // fp16 / bf16 as 16-bit values, converted by the emulator's round-to-nearest-even functions.
 struct __half {
   uint16_t x;
@@ -232,12 +230,12 @@ inline void bulk_wait_all() { ka_emu_ops::bulk_wait(0); }
 inline void fence_proxy_async_smem() {}
 inline void prefetch_tmap(const CUtensorMap*) {}
 inline void st_shared_u32(uint32_t addr, uint32_t v) { ka_emu_ops::st_shared_u32(addr, v); }
-// Cluster operations (CLUSTER > 1, refused above): never reached.
-inline void tma_load_2d_mc(uint32_t, const CUtensorMap*, int, int, uint32_t, uint16_t) { emu::fail("cluster multicast"); }
-inline void mbar_arrive_cluster(uint32_t, uint32_t) { emu::fail("cluster arrive"); }
-inline void mbar_wait_cluster(uint32_t, uint32_t) { emu::fail("cluster wait"); }
-inline uint32_t cluster_ctarank() { return 0; }
-inline void cluster_sync() { emu::fail("cluster barrier"); }
+inline void tma_load_2d_mc(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar, uint16_t mask) {
+  ka_emu_ops::tma_load_2d_multicast(dst, *map, c0, c1, bar, mask);
+}
+inline void mbar_arrive_cluster(uint32_t bar, uint32_t rank) { ka_emu_ops::mbar_arrive_remote(bar, rank); }
+inline uint32_t cluster_ctarank() { return ka_emu_ops::cluster_ctarank(); }
+inline void cluster_sync() { ka_emu_ops::cluster_sync(); }
 #else
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
@@ -313,27 +311,20 @@ __device__ __forceinline__ void bulk_wait_read1() { asm volatile("cp.async.bulk.
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // Generic-proxy writes to shared memory made visible to the async proxy (before a TMA store).
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// Arrive on the mbarrier at the same offset in CTA `rank` of the cluster (may be this CTA).
+// Arrive on the mbarrier at the same offset in CTA `rank` of the cluster (may be this CTA), with the
+// instruction's default semantics (release at CTA scope), as CUTLASS's TMA pipeline releases a stage
+// to the CTAs that multicast into it; the producers wait on these barriers with the plain mbar_wait.
+// What is ordered is the consumers' wgmma reads (retired by wgmma.wait_group before the arrival)
+// before the next multicast write, which the barrier's phase alone gives. (Until 2026-12-05 this was
+// release.cluster, and the producers waited with acquire.cluster: every CLUSTER = 2 point then took
+// ~1 us per k-tile whatever its tile, 0.34-0.62x cuBLAS, bench/RESULTS.md.)
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(
       "{\n.reg .b32 ra;\n"
       "mapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
       "r"(rank)
       : "memory");
-}
-// mbar_wait for barriers that CTAs of the cluster arrive on (acquire at cluster scope).
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{\n.reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  }
 }
 __device__ __forceinline__ uint32_t cluster_ctarank() {
   uint32_t r;
@@ -846,8 +837,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         for (int i = 0; i < nk; ++i, ++it) {
           const int s = static_cast<int>(it % STAGES);
           const uint32_t ph = (it / STAGES) & 1u;
-          if (CL == 1) mbar_wait(empty(s), ph ^ 1u);
-          else mbar_wait_cluster(empty(s), ph ^ 1u);
+          mbar_wait(empty(s), ph ^ 1u);  // CL > 1: released by the consumers of every CTA of the cluster
           mbar_arrive_expect_tx(full(s), STAGE_TX);
           const int kc = (kb + i) * 64;
           tma_load_2d(sX + s * X_BYTES, &tmX, kc, tp * TP, full(s));
@@ -897,7 +887,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         const uint32_t ph = (it / STAGES) & 1u;
         mbar_wait(full(s), ph);
         __syncwarp();  // wgmma.* are .sync.aligned: the warp must be converged after the spin loop
-        if (KA_DIAG >= 2) {
+        if (KA_DIAG == 2) {
           if (lane == 0) release(s);
           continue;
         }
@@ -917,9 +907,9 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
 #pragma unroll
       for (int i = 0; i < TQ / 2; ++i) fence_operand(acc[i]);
       __syncwarp();
-      if (KA_DIAG < 2 && nk > 0 && lane == 0) release(prev);  // the last stage of this unit (the ring carries on)
+      if (KA_DIAG != 2 && nk > 0 && lane == 0) release(prev);  // the last stage of this unit (the ring carries on)
       if (tp >= tilesP) continue;  // CL > 1, tilesP % CL != 0: a padding tile row, nothing to store
-      if (KA_DIAG >= 1) {
+      if (KA_DIAG == 1 || KA_DIAG == 2) {
         if (M < 0) {  // never: keeps the accumulators (and so the wgmmas) alive for ptxas
 #pragma unroll
           for (int i = 0; i < TQ / 2; ++i) ws[threadIdx.x * (TQ / 2) + i] = acc[i];
@@ -1358,6 +1348,8 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
       }
       max_clusters[dev] = n;
     }
+#else
+    max_clusters[dev] = d.sms / CL > 0 ? d.sms / CL : 1;  // one CTA per emulated SM
 #endif
     attr_set[dev] = true;
   }
@@ -1408,6 +1400,12 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
     if (cudaLaunchKernelEx(&cfg, kernel, mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail,
                            tsplit, static_cast<int>(kRaster), tma_store) != cudaSuccess)
       return false;
+#else
+    const int ncl = static_cast<int>(units < max_clusters[dev] ? units : max_clusters[dev]);
+    emu::launch_cluster(dim3(CL * ncl), dim3(WG * 128 + 32), smem, CL, [=] {
+      kernel(mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail, tsplit, static_cast<int>(kRaster),
+             tma_store);
+    });
 #endif
   }
   return cudaPeekAtLastError() == cudaSuccess;

@@ -62,6 +62,15 @@
 // must have arrived with all 32 lanes (a warp arriving twice in one phase is reported); a barrier
 // that never fills (e.g. a thread it counts on has exited) shows up as a deadlock. Threads outside
 // the count may exit while it is in progress.
+// Thread-block clusters (gemm_hopper_cuda's CLUSTER > 1, launched with launch_cluster): the CTAs of a
+// cluster run together (their threads interleaved by one scheduler; clusters one after another, in a
+// seeded random order), %cluster_ctarank, barrier.cluster (every thread of every CTA of the cluster),
+// mbarrier arrivals on a peer CTA's barrier (mapa + mbarrier.arrive.shared::cluster) and TMA loads
+// multicast to the CTAs of a mask (each gets the box at the same shared offset and completes its
+// bytes on its own barrier at the same offset). Reported: a remote arrival or multicast into a CTA
+// whose threads have all exited (a peer may still touch its shared memory: the cluster barrier
+// before exit is missing), a rank or mask outside the cluster, a thread that exits while others wait
+// at the cluster barrier.
 #pragma once
 #include <ucontext.h>
 
@@ -130,7 +139,7 @@ inline uint64_t next_copy_seq() {
   return ++n;
 }
 
-enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4, kMbar = 5, kNamedBar = 6 };
+enum Wait { kRunnable = 0, kBarrier = 1, kWarp = 2, kDone = 3, kWarpGroup = 4, kMbar = 5, kNamedBar = 6, kCluster = 7 };
 
 // One cp.async.bulk global -> shared, issued and not yet performed (a tensor-map load: its box,
 // gathered and swizzled at issue, in `own`).
@@ -228,6 +237,14 @@ struct WarpSlot {
   unsigned char out[32][64];
 };
 
+struct Cta;
+// A thread-block cluster in progress: its CTAs by rank, and barrier.cluster's state.
+struct Cluster {
+  std::vector<Cta*> ctas;
+  int nthreads = 0, bar_count = 0;
+  uint64_t bar_gen = 0;
+};
+
 struct Cta {
   int nthreads = 0;
   dim3 block, grid, bidx;
@@ -245,6 +262,9 @@ struct Cta {
   std::vector<uint16_t> wg_reading;          // per shared byte: in-flight wgmmas that read it
   std::vector<uint16_t> st_reading;          // per shared byte: tensor stores in flight that read it
   NamedBar named[16];
+  Cluster* cluster = nullptr;  // every launch has one (of 1 CTA unless launch_cluster)
+  int rank = 0;                // %cluster_ctarank
+  bool exited = false;         // all its threads have exited
 };
 
 inline Cta*& cta() {
@@ -299,6 +319,35 @@ inline void cta_sync() {
   f.state = kBarrier;
   f.wait_gen = c->bar_gen;
   block_and_yield();
+}
+
+// barrier.cluster.arrive + wait (aligned): every thread of every CTA of the cluster.
+inline void cluster_sync() {
+  Cta* c = cta();
+  Cluster* cl = c->cluster;
+  Fiber& f = self();
+  if (c->warps[tid() / 32].count != 0) fail("barrier.cluster while this thread's warp is inside a warp collective");
+  if (c->wgs[tid() / 128].count != 0) fail("barrier.cluster while this thread's warpgroup is inside a wgmma");
+  if (++cl->bar_count == cl->nthreads) {
+    cl->bar_count = 0;
+    cl->bar_gen++;
+    return;
+  }
+  f.state = kCluster;
+  f.wait_gen = cl->bar_gen;
+  block_and_yield();
+}
+// Runs f with CTA `rank` of this thread's cluster as the current CTA (its shared memory, its
+// mbarriers): the shared::cluster address space. `what` is reported if that CTA has exited.
+template <typename F>
+inline void on_peer(uint32_t rank, const char* what, F f) {
+  Cta* me = cta();
+  if (rank >= me->cluster->ctas.size()) fail("a shared::cluster access to a CTA rank outside the cluster");
+  Cta* peer = me->cluster->ctas[rank];
+  if (peer->exited) fail(what);
+  cta() = peer;
+  f();
+  cta() = me;
 }
 
 // Named barriers: n arrivals at barrier id (count threads, a multiple of 32) from this thread's warp;
@@ -461,7 +510,7 @@ inline void mbar_report() {
       std::fprintf(stderr, "ka_emu:   thread %d waits on mbarrier @%u for parity %u\n", f.tid, f.wait_bar, f.wait_parity);
 }
 
-inline void run_cta(Cta& c) {
+inline void init_cta(Cta& c) {
   cta() = &c;
   const size_t stack_bytes = 512 * 1024;
   c.fibers.clear();
@@ -485,50 +534,93 @@ inline void run_cta(Cta& c) {
     f.ctx.uc_link = nullptr;
     makecontext(&f.ctx, fiber_entry, 0);
   }
-  int done = 0;
-  while (done < c.nthreads) {
+}
+
+// Runs the CTAs of one cluster (one CTA outside cluster launches) to completion, their threads
+// interleaved by one scheduler.
+inline void run_cluster(std::vector<Cta>& ctas) {
+  Cluster cl;
+  for (size_t r = 0; r < ctas.size(); ++r) {
+    ctas[r].cluster = &cl;
+    ctas[r].rank = static_cast<int>(r);
+    cl.ctas.push_back(&ctas[r]);
+    cl.nthreads += ctas[r].nthreads;
+    init_cta(ctas[r]);
+  }
+  std::vector<int> done_of(ctas.size(), 0);
+  size_t live = ctas.size();
+  static std::mt19937_64 rng(env_int("KA_EMU_SEED", 1) + 1);
+  const size_t first = ctas.size() > 1 ? rng() % ctas.size() : 0;  // the rank that runs ahead
+  while (live > 0) {
     bool progressed = false;
-    for (int i = 0; i < c.nthreads; ++i) {
-      Fiber& f = c.fibers[i];
-      if (f.state == kDone) continue;
-      if (f.state == kBarrier) {
-        if (c.bar_gen == f.wait_gen) continue;
-        f.state = kRunnable;
-      } else if (f.state == kWarp) {
-        if (c.warps[i / 32].gen == f.wait_gen) continue;
-        f.state = kRunnable;
-      } else if (f.state == kWarpGroup) {
-        if (c.wgs[i / 128].gen == f.wait_gen) continue;
-        f.state = kRunnable;
-      } else if (f.state == kNamedBar) {
-        if (c.named[f.wait_named].gen == f.wait_gen) continue;
-        f.state = kRunnable;
-      } else if (f.state == kMbar) {
-        MBar& b = mbar_at(f.wait_bar);
-        mbar_try_complete(b);
-        if ((b.phase & 1) == f.wait_parity) continue;
-        f.state = kRunnable;
+    for (size_t q = 0; q < ctas.size(); ++q) {
+      const size_t r = (first + q) % ctas.size();
+      Cta& c = ctas[r];
+      if (c.exited) continue;
+      cta() = &c;
+      int& done = done_of[r];
+      // This CTA runs until none of its threads can go on (or all have exited), then the next one:
+      // CTAs of a cluster drift as far apart as their synchronisation allows, so a peer that could
+      // still touch a CTA after it exited gets to.
+      for (bool ran = true; ran && done < c.nthreads;) {
+        ran = false;
+        for (int i = 0; i < c.nthreads; ++i) {
+          Fiber& f = c.fibers[i];
+          if (f.state == kDone) continue;
+          if (f.state == kCluster) {
+            if (cl.bar_gen == f.wait_gen) continue;
+            f.state = kRunnable;
+          } else if (f.state == kBarrier) {
+            if (c.bar_gen == f.wait_gen) continue;
+            f.state = kRunnable;
+          } else if (f.state == kWarp) {
+            if (c.warps[i / 32].gen == f.wait_gen) continue;
+            f.state = kRunnable;
+          } else if (f.state == kWarpGroup) {
+            if (c.wgs[i / 128].gen == f.wait_gen) continue;
+            f.state = kRunnable;
+          } else if (f.state == kNamedBar) {
+            if (c.named[f.wait_named].gen == f.wait_gen) continue;
+            f.state = kRunnable;
+          } else if (f.state == kMbar) {
+            MBar& b = mbar_at(f.wait_bar);
+            mbar_try_complete(b);
+            if ((b.phase & 1) == f.wait_parity) continue;
+            f.state = kRunnable;
+          }
+          c.current = i;
+          swapcontext(&c.sched, &f.ctx);
+          cta() = &c;  // a thread blocks only with its own CTA current (on_peer restores it)
+          progressed = ran = true;
+          if (f.state == kDone) {
+            ++done;
+            if (c.bar_count > 0) fail("a thread exited while others wait at __syncthreads");
+            if (cl.bar_count > 0) fail("a thread exited while others wait at the cluster barrier");
+            if (c.warps[i / 32].count > 0) fail("a thread exited while its warp waits in a warp collective");
+            if (c.wgs[i / 128].count > 0) fail("a thread exited while its warpgroup waits in a wgmma");
+          }
+        }
       }
-      c.current = i;
-      swapcontext(&c.sched, &f.ctx);
-      progressed = true;
-      if (f.state == kDone) {
-        ++done;
-        if (c.bar_count > 0) fail("a thread exited while others wait at __syncthreads");
-        if (c.warps[i / 32].count > 0) fail("a thread exited while its warp waits in a warp collective");
-        if (c.wgs[i / 128].count > 0) fail("a thread exited while its warpgroup waits in a wgmma");
+      if (done == c.nthreads) {
+        for (auto& [addr, b] : c.mbars)
+          if (!b.copies.empty() || !b.cp_copies.empty() || b.tx != 0) {
+            mbar_report();
+            fail("a CTA exited with bulk copies in flight (or expected bytes never delivered) on an mbarrier");
+          }
+        c.exited = true;
+        --live;
       }
     }
-    if (!progressed && done < c.nthreads) {
-      if (!c.mbars.empty()) mbar_report();
+    if (!progressed && live > 0) {
+      for (Cta& c : ctas)
+        if (!c.exited && !c.mbars.empty()) {
+          cta() = &c;
+          if (ctas.size() > 1) std::fprintf(stderr, "ka_emu:  CTA rank %d of the cluster:\n", c.rank);
+          mbar_report();
+        }
       fail("deadlock: every live thread waits (barrier, collective or mbarrier phase never completed)");
     }
   }
-  for (auto& [addr, b] : c.mbars)
-    if (!b.copies.empty() || !b.cp_copies.empty() || b.tx != 0) {
-      mbar_report();
-      fail("a CTA exited with bulk copies in flight (or expected bytes never delivered) on an mbarrier");
-    }
   cta() = nullptr;
 }
 
@@ -544,33 +636,43 @@ inline size_t& max_dyn_smem() {
   return v;
 }
 
-inline void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body) {
+// A launch with clusters of `cl` CTAs along x (cudaLaunchKernelEx with a cluster dimension (cl, 1, 1));
+// launch() is the one-CTA case.
+inline void launch_cluster(dim3 grid, dim3 block, size_t smem, int cl, std::function<void()> body) {
   const int nthreads = block.x * block.y * block.z;
+  if (cl < 1 || cl > 8 || grid.x % cl) fail("cluster launch: cluster size outside 1..8 or grid.x not a multiple of it");
   if (nthreads <= 0 || nthreads > 1024) fail("bad block size");
   if (smem > 227 * 1024) fail("dynamic shared memory above 227 KB");
   if (smem > 48 * 1024 && smem > max_dyn_smem()) fail("dynamic shared memory above 48 KB without cudaFuncSetAttribute");
   const long n = (long)grid.x * grid.y * grid.z;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("empty grid (invalid configuration on a GPU)");
   if (grid.y > 65535 || grid.z > 65535) fail("grid.y/z above 65535");
-  std::vector<long> order(n);
-  for (long i = 0; i < n; ++i) order[i] = i;
+  const long nc = n / cl;  // clusters; cluster k holds the CTAs of linear index k·cl .. k·cl + cl-1
+  std::vector<long> order(nc);
+  for (long i = 0; i < nc; ++i) order[i] = i;
   static std::mt19937_64 rng(env_int("KA_EMU_SEED", 1));
   std::shuffle(order.begin(), order.end(), rng);
   stats().launches++;
   if (env_int("KA_EMU_VERBOSE", 0))
-    std::fprintf(stderr, "ka_emu: launch grid %u x %u x %u, block %d, smem %zu\n", grid.x, grid.y, grid.z, nthreads, smem);
+    std::fprintf(stderr, "ka_emu: launch grid %u x %u x %u, block %d, smem %zu, cluster %d\n", grid.x, grid.y, grid.z, nthreads,
+                 smem, cl);
   for (long k : order) {
-    Cta c;
-    c.nthreads = nthreads;
-    c.block = block;
-    c.grid = grid;
-    c.bidx = dim3(k % grid.x, (k / grid.x) % grid.y, k / ((long)grid.x * grid.y));
-    c.smem.assign(smem + 16, 0xA5);  // garbage, not zeros
-    c.body = body;
-    run_cta(c);
-    stats().ctas++;
+    std::vector<Cta> ctas(cl);
+    for (int r = 0; r < cl; ++r) {
+      Cta& c = ctas[r];
+      const long i = k * cl + r;
+      c.nthreads = nthreads;
+      c.block = block;
+      c.grid = grid;
+      c.bidx = dim3(i % grid.x, (i / grid.x) % grid.y, i / ((long)grid.x * grid.y));
+      c.smem.assign(smem + 16, 0xA5);  // garbage, not zeros
+      c.body = body;
+    }
+    run_cluster(ctas);
+    stats().ctas += cl;
   }
 }
+inline void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body) { launch_cluster(grid, block, smem, 1, body); }
 
 inline unsigned char* smem_base() { return cta()->smem.data(); }
 
@@ -1114,6 +1216,23 @@ inline void tma_load_2d(uint32_t dst, const emu::TensorMap2D& m, int c0, int c1,
   std::memset(&emu::smem_base()[dst], 0xFF, bytes);  // poison until the phase completes
   b.copies.push_back({dst, box->data(), bytes, box});
 }
+// The same with .multicast::cluster: the box lands at shared offset dst of every CTA of the cluster
+// whose rank bit is set in mask, each completing its bytes on its own mbarrier at offset bar.
+inline void tma_load_2d_multicast(uint32_t dst, const emu::TensorMap2D& m, int c0, int c1, uint32_t bar, uint16_t mask) {
+  const size_t n = emu::cta()->cluster->ctas.size();
+  if (mask == 0 || (n < 16 && (mask >> n) != 0)) emu::fail("TMA multicast: CTA mask empty or naming ranks outside the cluster");
+  for (uint32_t r = 0; r < n; ++r)
+    if (mask >> r & 1u)
+      emu::on_peer(r, "TMA multicast into a CTA that has exited (no cluster barrier before exit)",
+                   [&] { tma_load_2d(dst, m, c0, c1, bar); });
+}
+// mapa.shared::cluster + mbarrier.arrive.release.cluster.shared::cluster: one arrival on the mbarrier
+// at offset bar of CTA `rank` of the cluster (this CTA's own rank included).
+inline void mbar_arrive_remote(uint32_t bar, uint32_t rank) {
+  emu::on_peer(rank, "mbarrier arrival on a CTA that has exited (no cluster barrier before exit)", [&] { mbar_arrive(bar); });
+}
+inline uint32_t cluster_ctarank() { return static_cast<uint32_t>(emu::cta()->rank); }
+inline void cluster_sync() { emu::cluster_sync(); }
 // cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [map, {c0, c1}], [src]
 inline void tma_store_2d(const emu::TensorMap2D& m, uint32_t src, int c0, int c1) {
   const int row = m.box[0] * m.elem;
