@@ -59,6 +59,11 @@ else
   timeout -k 45 ${OPT_TIMEOUT:-420} $K optimize "${probs[@]}" --target ${TARGET:-cuda} --budget "$BUDGET" --out "$OUT/camp" --seed 1 --no-progress ${OPT_ARGS:-} >"$OUT/optimize.txt" 2>&1
 fi
 echo "optimize wall: $(( $(date +%s) - start )) s" >>"$OUT/optimize.txt"
+# The judge's own logs of this run (oracle progress, per-set load times), the last 256 KB of each.
+mkdir -p "$OUT/runner_logs"
+find "$KERNELARC_CACHE/logs" -name 'runner-*' -newer "$OUT/gpu.txt" 2>/dev/null | while read -r f; do
+  tail -c 262144 "$f" >"$OUT/runner_logs/$(basename "$f")"
+done
 python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
 [[ " ${probs[*]}" == *_gemm_* ]] && python3 bench/gemm_campaign_summary.py "$OUT/camp" >>"$OUT/summary_campaign.txt" 2>&1
 [[ " ${probs[*]}" =~ /01[24689]_ ]] && python3 bench/attention_campaign_summary.py "$OUT/camp" --copy-tb-s "$COPY" \

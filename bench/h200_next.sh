@@ -144,12 +144,14 @@ campaign() {
   ((t > 590)) && t=590
   ((pps > t - 120)) && pps=$((t - 120))
   OUT=$FINAL/$tag CALIBRATE=0 READ_TB_S=${READ_TB_S:-3.54} COMPOSE_S=${COMPOSE_S:-50} DRAIN_S=${DRAIN_S:-50} \
-    PROBS=$prob BUDGET=$budget PER_PROBLEM_S=$pps OPT_TIMEOUT=$t ${oracle:+ORACLE_S=$oracle} \
+    PROBS=$prob BUDGET=$budget PER_PROBLEM_S=$pps OPT_TIMEOUT=$t ORACLE_S=${oracle:-${ORACLE_S:-}} \
     OPT_ARGS="$OPT_ARGS_ATT${fams:+ --families $fams}" bash bench/h200_campaign.sh >"$STATE/$tag.out" 2>&1
   tail -40 "$STATE/$tag.out" >>"$SUM"
-  # An oracle step whose oracle finished in time went on to search and judge: that run is the
-  # problem's one run, so its second step is not needed.
-  if [[ $oracle && $tag == *o ]] && ! grep -q "not searched: --oracle-time-limit" "$STATE/$tag.out"; then
+  # An oracle step whose oracle finished in time and whose optimize then ended by itself or by its
+  # time limit (exit 0 or 124; 137 is a SIGKILL with candidates in flight) made the problem's one run,
+  # so its second step is not needed.
+  if [[ $oracle && $tag == *o ]] && ! grep -q "not searched: --oracle-time-limit" "$STATE/$tag.out" &&
+    grep -Eq ': exit (0|124), wall' "$STATE/$tag.out"; then
     touch "$STATE/${tag%o}.done" && say "-- ${tag%o}: not needed (the oracle finished and the problem was searched)"
   fi
 }
