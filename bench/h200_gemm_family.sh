@@ -181,10 +181,18 @@ declare -A PT=(
   [p18_p1_bm64_bn256_s5_r1]="BM=64 BN=256 BK=64 STAGES=5 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1"
   [p20_p1_bn256_s4_r0]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=0 SMALLN=32 PERSIST=1 CLUSTER=1"
   # PERSIST=2: the persistent ping-pong kernel (each consumer warpgroup its own 64 x BN tile, the
-  # epilogue of one under the other's MMAs; p23 with B multicast over 2 CTAs); not yet run on a GPU.
+  # epilogue of one under the other's MMAs; p23 with B multicast over 2 CTAs); first run 2026-12-05.
   [p21_pp_bn256_s4_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=1"
   [p22_pp_bn128_s6_r1]="BM=128 BN=128 BK=64 STAGES=6 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=1"
   [p23_ppc2_bn256_s4_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=2"
+  # EPI_BUFS=4: a staging buffer per 64-column chunk (2026-12-05: p11's epilogue costs 16% at N 5120,
+  # K 2048, M 16294, ~4 us a tile; its chunk stores queue in the TMA unit behind the next tile's loads,
+  # and with 2 buffers the third chunk waits for the first); p24 = p11 on 3 stages, p25 = p20 (no
+  # tail split), p26 = p21 (ping-pong, 4 stages still fit), p27 = p23 after the CTA-scope stage release.
+  [p24_p1e4_bn256_s3_r1]="BM=128 BN=256 BK=64 STAGES=3 SPLITK=16 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1 EPI_BUFS=4"
+  [p25_p1e4_bn256_s3_r0]="BM=128 BN=256 BK=64 STAGES=3 SPLITK=16 RASTER=0 SMALLN=32 PERSIST=1 CLUSTER=1 EPI_BUFS=4"
+  [p26_ppe4_bn256_s4_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=1 EPI_BUFS=4"
+  [p27_ppc2e4_bn256_s4_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=2 EPI_BUFS=4"
   # Timing diagnostics of p11 (KA_DIAG, wrong outputs; bench/h200_next.sh's gemm_diag runs them, the
   # self-test below skips them): d01 without the epilogue, d02 also without the wgmmas, d03 storing C
   # from registers instead of through shared memory and TMA (right outputs).

@@ -21,10 +21,12 @@
 #              stream (PERSIST 1, ORDER 1 and 2) on 019's five large workloads that the self-test
 #              can time in one process (bench/h200_prefill_ab.sh)
 #   gemm_diag  (150) issue 5 line 2: the persistent GEMM points against cuBLAS at M 8192-16896 on
-#              the four wide shapes, the ping-pong points (PERSIST=2, first run), p11 without its
-#              epilogue and without its wgmmas (KA_DIAG), then
-#              ncu (full set) on cuBLAS's kernel and p11 at N 5120, K 2048, M 16294 (the 0.87x
-#              case): kernel names, pipe and shared-memory load
+#              the four wide shapes (first run 2026-12-05, bench/RESULTS.md: p11's epilogue is the
+#              16% at N 5120, K 2048, M 16294; cluster points at ~1 us per k-tile): now p11 beside
+#              d01 (no epilogue), d03 (C stored from registers, fixed), four staging buffers per
+#              warpgroup (EPI_BUFS=4: p24-p27) and the cluster points after the CTA-scope stage
+#              release (p12, p17, p23, p27), the new points checked first on every shape; then ncu
+#              (full set) on cuBLAS's kernel and p24 at N 5120, K 2048, M 16294
 #   gqa_ab     (300) issue 6 line 3: the GQA prefill seed (its first run since the half last key
 #              tile, b4c33de) against itself with two Q buffers (QBUFS=2) and with the item change
 #              overlapped too (XITEM=1), both first runs, on 016's and 014's > 50 GFLOP workloads
@@ -86,15 +88,15 @@ step_gemm_diag() {
   # the ping-pong kernel (PERSIST=2; p23 with B multicast over 2 CTAs, never emulated: the emulator has
   # no clusters), whose outputs the self-test checks as for every point.
   # M 8448 and 16896 are whole waves of 128-row tiles at N 5120 (10 and 20 x 132).
-  for l in p11_p1_bn256_s4_sn32_r1 d01_p11_noepi d02_p11_nomma d03_p11_stg p21_pp_bn256_s4_r1 p23_ppc2_bn256_s4_r1 p22_pp_bn128_s6_r1 \
-    p20_p1_bn256_s4_r0 p12_pc2_bn256_s4_sn256_r1 p16_p1_bn128_s5_r1 p17_pc2_bn128_s5_r1; do
+  for l in p11_p1_bn256_s4_sn32_r1 d01_p11_noepi d03_p11_stg p24_p1e4_bn256_s3_r1 p25_p1e4_bn256_s3_r0 p26_ppe4_bn256_s4_r1 \
+    p27_ppc2e4_bn256_s4_r1 p23_ppc2_bn256_s4_r1 p17_pc2_bn128_s5_r1 p12_pc2_bn256_s4_sn256_r1 p20_p1_bn256_s4_r0 p21_pp_bn256_s4_r1; do
     [[ -f $G/pts/$l/candidate.so ]] || { echo "no $l" >>"$D/notes.txt"; continue; }
     timeout 90 "$G/selftest" --lib "$G/pts/$l/candidate.so" --label "$l" --reps 20 --hang-s 15 --dtypes fp16 \
       --shapes 5120x2048,4096x4096,28672x4096,2048x4096 --ms 8192,8448,16294,16896 >"$D/selftest_$l.txt" 2>&1
     echo "exit $?" >>"$D/selftest_$l.txt"
   done
-  # The ping-pong kernel's first run: correctness (no timing) on every shape, both dtypes, M 1 to 16294.
-  for l in p21_pp_bn256_s4_r1 p23_ppc2_bn256_s4_r1 p22_pp_bn128_s6_r1; do
+  # The new points' first runs: correctness (no timing) on every shape, both dtypes, M 1 to 16294.
+  for l in p24_p1e4_bn256_s3_r1 p26_ppe4_bn256_s4_r1 p27_ppc2e4_bn256_s4_r1 p23_ppc2_bn256_s4_r1; do
     [[ -f $G/pts/$l/candidate.so ]] || continue
     timeout 90 "$G/selftest" --lib "$G/pts/$l/candidate.so" --label "check_$l" --reps 0 --hang-s 15 \
       --ms 1,13,33,200,1024,4097,16294 >"$D/check_$l.txt" 2>&1
@@ -102,11 +104,11 @@ step_gemm_diag() {
   done
   # ROW label dtype M N K status max_err bad ours_us cublas_us (bench/gemm_family_selftest.cu).
   grep -h '^ROW' "$D"/selftest_*.txt >"$D/rows.txt"
-  if command -v ncu >/dev/null && [[ -f $G/pts/p11_p1_bn256_s4_sn32_r1/candidate.so ]]; then
+  if command -v ncu >/dev/null && [[ -f $G/pts/p24_p1e4_bn256_s3_r1/candidate.so ]]; then
     timeout -k 10 150 ncu --clock-control none --set full --kernel-name regex:'gemm|nvjet|xmma|cutlass' \
-      --launch-count 4 "$G/selftest" --lib "$G/pts/p11_p1_bn256_s4_sn32_r1/candidate.so" --label p11 \
-      --reps 1 --hang-s 30 --dtypes fp16 --shapes 5120x2048 --ms 16294 >"$D/ncu_p11_5120.txt" 2>&1
-    echo "exit $?" >>"$D/ncu_p11_5120.txt"
+      --launch-count 4 "$G/selftest" --lib "$G/pts/p24_p1e4_bn256_s3_r1/candidate.so" --label p24 \
+      --reps 1 --hang-s 30 --dtypes fp16 --shapes 5120x2048 --ms 16294 >"$D/ncu_p24_5120.txt" 2>&1
+    echo "exit $?" >>"$D/ncu_p24_5120.txt"
   fi
   {
     echo "== gemm_diag ($(date -u +%FT%TZ))"
@@ -130,7 +132,7 @@ PY
       [[ -f $f ]] && echo "$(basename "$f" .txt): $(grep -c '^ROW.* ok ' "$f") ok of $(grep -c '^ROW' "$f") rows; not ok: $(grep '^ROW' "$f" | grep -v ' ok ' | head -3 | tr '\n' ';') $(tail -1 "$f")"
     done
     grep -E '^  [^ ].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Shared Memory|Registers Per|Issue Slots Busy|No Eligible|exit' \
-      "$D/ncu_p11_5120.txt" 2>/dev/null | head -40
+      "$D/ncu_p24_5120.txt" 2>/dev/null | head -40
   } >>"$SUM"
   tar czf "$FINAL/gemm_diag.tgz" -C "$FINAL" gemm_diag && rm -rf "$D"
 }

@@ -923,13 +923,14 @@ TEST(FamiliesDev, GemmHopperSpaces) {
       if (k.at("PERSIST") == 2) {  // ping-pong: two consumer warpgroups, 64-row stages
         ++pingpong;
         EXPECT_EQ(k.at("BM"), 128) << knobs_str(k);
-        EXPECT_LE(k.at("STAGES") * (64 + k.at("BN")) * 128 + 32768 + 2048, 232448) << knobs_str(k);
+        EXPECT_LE(k.at("STAGES") * (64 + k.at("BN")) * 128 + 128 * 128 * k.at("EPI_BUFS") + 2048, 232448) << knobs_str(k);
       }
       if (k.at("SMALL_WG") == 1 && k.at("SMALLN") > 0) ++wg1_small;
       if (k.at("SMALL_WG") == 2) {
         ++wg2;
         EXPECT_GT(k.at("SMALLN"), 0) << knobs_str(k);
       }
+      if (k.at("EPI_BUFS") == 4) EXPECT_GE(k.at("PERSIST"), 1) << knobs_str(k);  // staging: the persistent kernels'
       if (k.at("CLUSTER") > 1) {
         EXPECT_GE(k.at("PERSIST"), 1) << knobs_str(k);
         if (k.at("PERSIST") == 1) ++clustered;
@@ -940,7 +941,7 @@ TEST(FamiliesDev, GemmHopperSpaces) {
     EXPECT_GT(pingpong, 0u) << name;
     EXPECT_EQ(wg2, wg1_small) << name;
     EXPECT_TRUE(f.problem_defines(p).empty());
-    const Knobs k{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 8}, {"RASTER", 1}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}};
+    const Knobs k{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 8}, {"RASTER", 1}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}, {"EPI_BUFS", 2}};
     ASSERT_TRUE(f.valid(k, p)) << name;
     const std::string src = f.instantiate(k, p).sources[0].content;
     if (first_source.empty()) first_source = src;
@@ -959,11 +960,23 @@ TEST(FamiliesDev, GemmHopperSpaces) {
     pp["CLUSTER"] = 2;
     EXPECT_TRUE(f.valid(pp, p)) << name;  // B multicast: the ping-pong units' L2 traffic back to 128×256's
     pp["CLUSTER"] = 1;
+    pp["EPI_BUFS"] = 4;  // 4 × 320 rows × 128 B + 2 × 4 staging buffers of 8 KB still fit
+    EXPECT_TRUE(f.valid(pp, p)) << name;
+    pp["EPI_BUFS"] = 2;
     pp["BM"] = 64;
     EXPECT_FALSE(f.valid(pp, p)) << name;
+    // Four staging buffers per warpgroup on the cooperative kernel: BN 256 leaves room for 3 stages.
+    Knobs co = k;
+    co["PERSIST"] = 1;
+    co["EPI_BUFS"] = 4;
+    EXPECT_FALSE(f.valid(co, p)) << name;
+    co["STAGES"] = 3;
+    EXPECT_TRUE(f.valid(co, p)) << name;
+    co["PERSIST"] = 0;
+    EXPECT_FALSE(f.valid(co, p)) << name;  // no staging without the persistent epilogue
   }
   Problem p = load_problem(dev_problem("004_gemm_n128_k2048"));
-  EXPECT_FALSE(f.valid({{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 32}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}}, p));
+  EXPECT_FALSE(f.valid({{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 32}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}, {"EPI_BUFS", 2}}, p));
   if (fs::exists(dev_problem("021_rmsnorm_h128"))) {
     EXPECT_FALSE(f.applies_to(load_problem(dev_problem("021_rmsnorm_h128"))));
   }
@@ -979,13 +992,13 @@ TEST(FamiliesDev, GemmHopperCompilesWithNvcc) {
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   const Family& f = shipped("gemm_hopper_cuda");
   const std::vector<std::pair<Knobs, std::string>> cases{
-      {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 16}, {"RASTER", 1}, {"SMALLN", 256}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 2}},
+      {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 16}, {"RASTER", 1}, {"SMALLN", 256}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 2}, {"EPI_BUFS", 2}},
        "-gencode=arch=compute_90a,code=sm_90a"},
-      {{{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 6}, {"SPLITK", 1}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 1}, {"CLUSTER", 2}, {"SMALL_WG", 1}},
+      {{{"BM", 64}, {"BN", 64}, {"BK", 64}, {"STAGES", 6}, {"SPLITK", 1}, {"RASTER", 0}, {"SMALLN", 0}, {"PERSIST", 1}, {"CLUSTER", 2}, {"SMALL_WG", 1}, {"EPI_BUFS", 2}},
        "-gencode=arch=compute_90a,code=sm_90a"},
-      {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 1}, {"RASTER", 1}, {"SMALLN", 32}, {"PERSIST", 2}, {"CLUSTER", 2}, {"SMALL_WG", 1}},
+      {{{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 1}, {"RASTER", 1}, {"SMALLN", 32}, {"PERSIST", 2}, {"CLUSTER", 2}, {"SMALL_WG", 1}, {"EPI_BUFS", 2}},
        "-gencode=arch=compute_90a,code=sm_90a"},
-      {{{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 4}, {"RASTER", 0}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}},
+      {{{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 4}, {"RASTER", 0}, {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}, {"EPI_BUFS", 2}},
        "-gencode=arch=compute_80,code=sm_80"},
   };
   for (const auto& [k, arch] : cases) {
@@ -1007,11 +1020,11 @@ TEST(FamiliesDev, GemmPiecewiseCompilesWithNvcc) {
   auto ax = dispatch_axis(p.def);
   ASSERT_TRUE(ax);
   Candidate small = hop.instantiate({{"BM", 128}, {"BN", 128}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 8}, {"RASTER", 0},
-                                     {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}}, p);
+                                     {"SMALLN", 64}, {"PERSIST", 0}, {"CLUSTER", 1}, {"SMALL_WG", 1}, {"EPI_BUFS", 2}}, p);
   Candidate table = lt.instantiate(lt.space(p).front(), p,
                                    {{"LT_TABLE", "{1,4096,21,20,8,1,0,0,0,0,0},"}, {"LT_FALLBACK", "{1,9223372036854775807,21,20,8,1,0,0,0,0,0},"}});
   Candidate big = hop.instantiate({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"STAGES", 4}, {"SPLITK", 1}, {"RASTER", 1},
-                                   {"SMALLN", 0}, {"PERSIST", 1}, {"CLUSTER", 2}, {"SMALL_WG", 1}}, p);
+                                   {"SMALLN", 0}, {"PERSIST", 1}, {"CLUSTER", 2}, {"SMALL_WG", 1}, {"EPI_BUFS", 2}}, p);
   Candidate c = compose_pieces({{small, 13}, {table, 4096}, {big, std::numeric_limits<int64_t>::max()}}, *ax, p.def, "pw");
   EXPECT_EQ(c.ld_flags, std::vector<std::string>{"-lcublasLt"});
   RunResult r = nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", false);

@@ -2,7 +2,7 @@
 // emulator (KA_EMULATE, families/gqa_decode_cuda/emu/ka_emu.h: TMA tensor loads and stores,
 // mbarriers, wgmma with fp16 and bf16 operands, named barriers, clusters with TMA multicast and
 // remote arrivals, each checked for misuse): points of its persistent kernel (PERSIST 1, and the
-// ping-pong PERSIST 2; alone and in clusters of 2 and 4), its non-persistent kernel with split-K and
+// ping-pong PERSIST 2; alone and in clusters of 2 and 4; 2 or 4 staging buffers), its non-persistent kernel with split-K and
 // the small-M swap-AB path, instantiated as KernelArc instantiates them and built with
 // g++, compute C = A·Bᵀ within tolerance for fp16 and bf16 on shapes whose M, N and K are not
 // multiples of the tiles (zero-filled loads, clipped stores), with several tiles per CTA (3 and 5
@@ -73,14 +73,18 @@ TEST(GemmHopper, EmulatedPointsComputeTheProduct) {
   ASSERT_TRUE(fs::exists(emu));
   const Family f = load_family(kRoot / "families" / "gemm_hopper_cuda");
   Problem p = synthetic_gemm(512, 2048);  // K of the space's constraints (split-K); the runs take their sizes from the arguments
-  auto knobs = [](int bm, int bn, int stages, int splitk, int raster, int smalln, int persist, int small_wg, int cluster = 1) {
-    return Knobs{{"BM", bm},       {"BN", bn},         {"BK", 64},           {"STAGES", stages}, {"SPLITK", splitk},
-                 {"RASTER", raster}, {"SMALLN", smalln}, {"PERSIST", persist}, {"CLUSTER", cluster}, {"SMALL_WG", small_wg}};
+  auto knobs = [](int bm, int bn, int stages, int splitk, int raster, int smalln, int persist, int small_wg, int cluster = 1,
+                  int epi_bufs = 2) {
+    return Knobs{{"BM", bm},         {"BN", bn},           {"BK", 64},           {"STAGES", stages},
+                 {"SPLITK", splitk}, {"RASTER", raster},   {"SMALLN", smalln},   {"PERSIST", persist},
+                 {"CLUSTER", cluster}, {"SMALL_WG", small_wg}, {"EPI_BUFS", epi_bufs}};
   };
   const std::vector<Knobs> points{
       knobs(128, 256, 4, 1, 1, 32, 2, 1, 2),   // ping-pong in clusters of 2, B multicast (p23)
       knobs(128, 256, 4, 16, 1, 256, 1, 1, 2), // persistent cooperative in clusters of 2 with a split-K tail (p12)
-      knobs(128, 128, 5, 16, 1, 0, 1, 1, 4),   // clusters of 4 (a CTA past the last tile row computes, stores nothing)
+      knobs(128, 128, 5, 16, 1, 0, 1, 1, 4, 4),  // clusters of 4 (a CTA past the last tile row computes, stores
+                                                 // nothing), 4 staging buffers over 2 chunks a tile
+      knobs(128, 256, 3, 16, 1, 32, 1, 1, 1, 4),  // p11 with a staging buffer per chunk (3 stages)
       knobs(128, 256, 4, 1, 1, 32, 2, 1),   // ping-pong, BN 256 (p21)
       knobs(128, 128, 6, 1, 0, 0, 2, 1),    // ping-pong, BN 128, row-major order, no small-M path
       knobs(128, 256, 4, 16, 1, 32, 1, 1),  // persistent cooperative with a split-K tail (p11)

@@ -40,6 +40,9 @@
 //                 MMAs instead of idling the tensor cores (CUTLASS's "ping-pong" schedule); no
 //                 split-K. A 64×256 unit moves (64+256)/(64·256) bytes per MAC from L2, 1.67× a
 //                 128×256 tile's: CLUSTER = 2 (B multicast) brings it back to 1.0×.
+//   KA_EPI_BUFS   2 or 4 (PERSIST >= 1): 64×64 output staging buffers per consumer warpgroup of the
+//                 TMA-store epilogue (8 KB each); a chunk waits only for the store EPI_BUFS chunks
+//                 before it to have read its buffer
 //   KA_CLUSTER    1, or 2 or 4 (needs PERSIST >= 1): clusters of CL CTAs along M compute the tiles
 //                 (CL·i + r, j), r < CL; each loads its own A tile and 1/CL of the common B tile,
 //                 multicast to all of them (1/CL of the L2 → SM traffic of B; for skinny N, B is the
@@ -96,6 +99,9 @@
 #endif
 #ifndef KA_SMALL_WG
 #define KA_SMALL_WG 1
+#endif
+#ifndef KA_EPI_BUFS
+#define KA_EPI_BUFS 2
 #endif
 #ifndef KA_CLUSTER
 #define KA_CLUSTER 1
@@ -164,7 +170,8 @@ using std::min;
 namespace ka_gemm_hopper {
 
 constexpr int kBM = KA_BM, kBN = KA_BN, kBK = KA_BK, kStages = KA_STAGES, kSplitK = KA_SPLITK, kRaster = KA_RASTER,
-              kSmallN = KA_SMALLN, kSmallWG = KA_SMALL_WG, kPersist = KA_PERSIST, kCluster = KA_CLUSTER;
+              kSmallN = KA_SMALLN, kSmallWG = KA_SMALL_WG, kPersist = KA_PERSIST, kCluster = KA_CLUSTER,
+              kEpiBufs = KA_EPI_BUFS;
 constexpr int kRasterGroup = 8;   // tile-rows per group for RASTER=1
 static_assert(kBM == 64 || kBM == 128, "BM must be 64 or 128");
 static_assert(kBN == 64 || kBN == 128 || kBN == 256, "BN must be 64, 128 or 256");
@@ -182,12 +189,13 @@ static_assert(kPersist == 0 || kPersist == 1 || kPersist == 2, "PERSIST must be 
 static_assert(kPersist != 2 || kBM == 128, "PERSIST = 2 (ping-pong) needs BM = 128: two consumer warpgroups");
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER must be 1, 2 or 4");
 static_assert(kCluster == 1 || kPersist >= 1, "CLUSTER > 1 needs PERSIST >= 1");
-// The persistent kernel adds two 64×64 output staging buffers (8 KB each) per consumer warpgroup
-// for its TMA-store epilogue: TP · 256 bytes.
-constexpr int smem_bytes_persist(int tp, int tq, int stages) { return smem_bytes(tp, tq, stages) + tp * 256; }
-// PERSIST = 2: a stage holds one warpgroup's unit (64 rows of A), the staging buffers stay two per
-// warpgroup.
-constexpr int smem_bytes_pingpong(int tq, int stages) { return smem_bytes(64, tq, stages) + 128 * 256; }
+static_assert(kEpiBufs == 2 || kEpiBufs == 4, "EPI_BUFS must be 2 or 4");
+// The persistent kernel adds EPI_BUFS 64×64 output staging buffers (8 KB each) per consumer
+// warpgroup for its TMA-store epilogue: TP · 128 · EPI_BUFS bytes.
+constexpr int smem_bytes_persist(int tp, int tq, int stages) { return smem_bytes(tp, tq, stages) + tp * 128 * kEpiBufs; }
+// PERSIST = 2: a stage holds one warpgroup's unit (64 rows of A); EPI_BUFS staging buffers for each
+// of the two warpgroups.
+constexpr int smem_bytes_pingpong(int tq, int stages) { return smem_bytes(64, tq, stages) + 128 * 128 * kEpiBufs; }
 static_assert(kPersist == 2 || smem_bytes(kBM, kBN, kStages) <= 232448,
               "STAGES * (BM + BN) * 128 exceeds the 227 KB of shared memory");
 static_assert(kPersist != 1 || smem_bytes_persist(kBM, kBN, kStages) <= 232448,
@@ -225,7 +233,10 @@ inline void named_barrier(int id, int threads) { emu::named_sync(id, threads); }
 inline void named_arrive(int id, int threads) { emu::named_arrive(id, threads); }
 inline void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) { ka_emu_ops::tma_store_2d(*map, src, c0, c1); }
 inline void bulk_commit() { ka_emu_ops::bulk_commit(); }
-inline void bulk_wait_read1() { ka_emu_ops::bulk_wait(1); }
+template <int N>
+inline void bulk_wait_read() {
+  ka_emu_ops::bulk_wait(N);
+}
 inline void bulk_wait_all() { ka_emu_ops::bulk_wait(0); }
 inline void fence_proxy_async_smem() {}
 inline void prefetch_tmap(const CUtensorMap*) {}
@@ -307,7 +318,11 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t sr
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_read1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
+// The shared-memory source of every bulk store group but the newest N has been read.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // Generic-proxy writes to shared memory made visible to the async proxy (before a TMA store).
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
@@ -743,9 +758,12 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
 // (ring stage and mbarrier phase come from one running k-tile counter shared by producer and
 // consumers), so the next tile's loads proceed while the consumers run the epilogue.
 // Epilogue (tma_store != 0: C 16-byte aligned, N % 8 == 0): each consumer warpgroup writes its
-// 64×TQ block as 64×64 chunks into one of two 8 KB staging buffers (128B-swizzled rows, bank-
+// 64×TQ block as 64×64 chunks into one of EPI_BUFS 8 KB staging buffers (128B-swizzled rows, bank-
 // conflict free) and one thread issues a TMA store per chunk; the store drains while the next tile's
 // MMAs run (a buffer is rewritten only after its previous store has been read: bulk wait_group.read).
+// The TMA unit serves the stores behind the loads the producer has queued for the next tile (up to
+// STAGES stages): with 2 buffers the third chunk of a tile waits for that queue; with EPI_BUFS = 4
+// (= TQ / 64 at BN 256) no chunk waits within a tile.
 // Otherwise direct 4-byte stores as in the non-persistent kernel.
 // CL = 2 or 4 (CLUSTER): the CL CTAs of a cluster take the tiles (CL·pg + rank, tq) of one unit; each
 // CTA loads its own A tile and 1/CL of the shared B tile (TQ/CL rows), multicast to all of them (the
@@ -771,7 +789,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
   KA_SHARED_INT(s_last);
   const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t sX = base, sY = base + STAGES * X_BYTES, sE = sY + STAGES * Y_BYTES,
-                 bars = sE + WG * 2 * E_BYTES;
+                 bars = sE + WG * kEpiBufs * E_BYTES;
   auto full = [&](int s) { return bars + 8u * s; };
   auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
 
@@ -952,8 +970,8 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         const int rsw = lane >> 2;
 #pragma unroll
         for (int c = 0; c < TQ / 64; ++c, ++chunk) {
-          const uint32_t buf = sE + static_cast<uint32_t>(g * 2 + (chunk & 1u)) * E_BYTES;
-          if (leader) bulk_wait_read1();  // the store that last used this buffer has read it
+          const uint32_t buf = sE + static_cast<uint32_t>(g * kEpiBufs + chunk % kEpiBufs) * E_BYTES;
+          if (leader) bulk_wait_read<kEpiBufs - 1>();  // the store that last used this buffer has read it
           named_barrier(2 + g, 128);
 #pragma unroll
           for (int jj = 0; jj < 8; ++jj) {
