@@ -52,12 +52,19 @@ int main() {
 }
 )";
 
-TEST(Emulator, CpAsyncTrackedByAnMbarrierStaysInItsGroup) {
+// Builds `program` (a main() against the emulator) with g++ in a new temporary folder; the
+// compiler's result, and the binary at dir / "k".
+RunResult build_emulated(const char* program, fs::path& dir) {
   const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
-  fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-emu-").string());
-  write_atomic(dir / "k.cpp", "#include \"" + emu.string() + "\"\n" + kKernel);
-  RunResult b = run_command({"g++", "-std=c++17", "-O1", "-o", (dir / "k").string(), (dir / "k.cpp").string()},
-                            std::chrono::minutes(2));
+  dir = make_temp_dir((fs::temp_directory_path() / "ka-emu-").string());
+  write_atomic(dir / "k.cpp", "#include \"" + emu.string() + "\"\n" + program);
+  return run_command({"g++", "-std=c++17", "-O1", "-o", (dir / "k").string(), (dir / "k.cpp").string()},
+                     std::chrono::minutes(2));
+}
+
+TEST(Emulator, CpAsyncTrackedByAnMbarrierStaysInItsGroup) {
+  fs::path dir;
+  RunResult b = build_emulated(kKernel, dir);
   ASSERT_TRUE(b.ok()) << b.output;
   RunResult r = run_command({(dir / "k").string()}, std::chrono::minutes(1));
   EXPECT_TRUE(r.ok()) << r.output;
@@ -105,11 +112,8 @@ int main(int argc, char**) {
 )";
 
 TEST(Emulator, ClusterMulticastAndRemoteArrivals) {
-  const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
-  fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-emu-").string());
-  write_atomic(dir / "k.cpp", "#include \"" + emu.string() + "\"\n" + kClusterKernel);
-  RunResult b = run_command({"g++", "-std=c++17", "-O1", "-o", (dir / "k").string(), (dir / "k.cpp").string()},
-                            std::chrono::minutes(2));
+  fs::path dir;
+  RunResult b = build_emulated(kClusterKernel, dir);
   ASSERT_TRUE(b.ok()) << b.output;
   RunResult r = run_command({(dir / "k").string()}, std::chrono::minutes(1));
   EXPECT_TRUE(r.ok()) << r.output;
