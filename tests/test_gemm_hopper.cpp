@@ -86,7 +86,7 @@ TEST(GemmHopper, EmulatedPointsComputeTheProduct) {
                                                  // nothing), 4 staging buffers over 2 chunks a tile
       knobs(128, 256, 3, 16, 1, 32, 1, 1, 1, 4),  // p11 with a staging buffer per chunk (3 stages)
       knobs(128, 256, 4, 1, 1, 32, 2, 1),   // ping-pong, BN 256 (p21)
-      knobs(128, 128, 6, 1, 0, 0, 2, 1),    // ping-pong, BN 128, row-major order, no small-M path
+      knobs(128, 128, 6, 1, 0, 0, 2, 1, 1, 4),  // ping-pong, BN 128, row-major order, no small-M path, 4 staging buffers
       knobs(128, 256, 4, 16, 1, 32, 1, 1),  // persistent cooperative with a split-K tail (p11)
       knobs(128, 128, 4, 8, 0, 64, 0, 2),   // one CTA per unit, split-K; small-M path on 2 warpgroups
       knobs(64, 64, 6, 16, 0, 0, 0, 1),     // one consumer warpgroup
