@@ -2,9 +2,9 @@
 // emulator (KA_EMULATE, families/gqa_decode_cuda/emu/ka_emu.h: TMA tensor loads and stores,
 // mbarriers, wgmma with fp16 and bf16 operands, named barriers, clusters with TMA multicast and
 // remote arrivals, each checked for misuse): points of its persistent kernel (PERSIST 1, and the
-// ping-pong PERSIST 2; alone and in clusters of 2 and 4; 2 or 4 staging buffers), its non-persistent kernel with split-K and
-// the small-M swap-AB path, instantiated as KernelArc instantiates them and built with
-// g++, compute C = A·Bᵀ within tolerance for fp16 and bf16 on shapes whose M, N and K are not
+// ping-pong PERSIST 2; alone and in clusters of 2 and 4; 2 or 4 staging buffers), its
+// non-persistent kernel with split-K and the small-M swap-AB path, instantiated as KernelArc
+// instantiates them and built with g++, compute C = A·Bᵀ within tolerance for fp16 and bf16 on shapes whose M, N and K are not
 // multiples of the tiles (zero-filled loads, clipped stores), with several tiles per CTA (3 and 5
 // emulated SMs), a split-K tail and N % 8 != 0 (direct stores), each twice (a split-K workspace must
 // be left clean).

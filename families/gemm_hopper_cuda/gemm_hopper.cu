@@ -1401,8 +1401,8 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
     KA_LAUNCH(kernel, grid, WG * 128 + 32, smem, mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units,
               tail, tsplit, kRaster, tma_store);
   } else {
-#ifndef KA_EMULATE
     const int ncl = static_cast<int>(units < max_clusters[dev] ? units : max_clusters[dev]);
+#ifndef KA_EMULATE
     cudaLaunchConfig_t cfg{};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
@@ -1419,7 +1419,6 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
                            tsplit, static_cast<int>(kRaster), tma_store) != cudaSuccess)
       return false;
 #else
-    const int ncl = static_cast<int>(units < max_clusters[dev] ? units : max_clusters[dev]);
     emu::launch_cluster(dim3(CL * ncl), dim3(WG * 128 + 32), smem, CL, [=] {
       kernel(mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail, tsplit, static_cast<int>(kRaster),
              tma_store);

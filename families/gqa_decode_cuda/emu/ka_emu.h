@@ -1226,8 +1226,8 @@ inline void tma_load_2d_multicast(uint32_t dst, const emu::TensorMap2D& m, int c
       emu::on_peer(r, "TMA multicast into a CTA that has exited (no cluster barrier before exit)",
                    [&] { tma_load_2d(dst, m, c0, c1, bar); });
 }
-// mapa.shared::cluster + mbarrier.arrive.release.cluster.shared::cluster: one arrival on the mbarrier
-// at offset bar of CTA `rank` of the cluster (this CTA's own rank included).
+// mapa.shared::cluster + mbarrier.arrive.shared::cluster: one arrival on the mbarrier at offset bar
+// of CTA `rank` of the cluster (this CTA's own rank included).
 inline void mbar_arrive_remote(uint32_t bar, uint32_t rank) {
   emu::on_peer(rank, "mbarrier arrival on a CTA that has exited (no cluster barrier before exit)", [&] { mbar_arrive(bar); });
 }
