@@ -35,10 +35,11 @@
 #              overlapped too (XITEM=1), both first runs, on 016's and 014's > 50 GFLOP workloads
 #   camp016    (260) issue 6 lines 1, 3, 4 on 016 (BUDGET 6; the piecewise plan composes the
 #              PERSIST=2 point for the large workloads since 5baeaf6)
-#   camp018_oracle, camp018   (540 each) 018 in two calls: the first makes the oracle's sets
-#              (ORACLE_S; they stay in /tmp/ka-cache), the second judges in one run
-#   camp019_oracle, camp019   (540 each) the same for 019
-#   camp014_oracle, camp014   (540 each) the same for 014 (its oracle makes ~44 of 60 sets in 300 s)
+#   camp018_oracle, camp018   (400, 540) 018 in two calls: the first makes the oracle's sets
+#              (ORACLE_S, what is left of the call; they stay in /tmp/ka-cache), the second makes
+#              any still missing and judges in one run
+#   camp019_oracle, camp019   (400, 540) the same for 019
+#   camp014_oracle, camp014   (400, 540) the same for 014 (its oracle makes ~44 of 60 sets in 300 s)
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
 mkdir -p "$FINAL"
@@ -174,6 +175,7 @@ need() {
     gemm_diag) echo 100 ;;
     gqa_ab) echo 300 ;;
     camp016) echo 260 ;;
+    *_oracle) echo 400 ;;  # its sets stay made when ORACLE_S ends it: the next step goes on from them
     *) echo 540 ;;
   esac
 }
