@@ -15,7 +15,10 @@ leaderboard, as bench/gemm_campaign_summary.py reads it), and for it
     campaign run without --time-compile (the compiled references of these problems take minutes to
     time) can take the compiled timings from a `kernelarc sol` cache archive instead, --sol-cache
     (e.g. bench/h200-sol-cache.tgz: the oracle's timings-only entries, matched by definition and
-    workload uuid); the summary says where each baseline came from.
+    workload uuid); the summary says where each baseline came from. The judge itself takes both
+    timings from such a cache, extracted into its cache folder, where they were measured on a GPU of
+    the same name (Oracle::borrow_timings_for; measurements marked "reference_timed"), and then
+    counts their compile timings as the campaign's.
 KV sizes and FLOPs come from the workloads' page tables (bench/attention_selftest.py's readers).
 Usage: attention_campaign_summary.py CAMPAIGN_DIR --copy-tb-s X [--read-tb-s Y] [--dense-tflops 760]
                                      [--sol-cache bench/h200-sol-cache.tgz]"""
@@ -76,8 +79,11 @@ def main():
         slower = []
         figs = []
         comp_src = {"campaign": 0, "sol cache": 0, "none": 0}
+        eager_src = {"timed in the campaign": 0, "an earlier run on this GPU model (the judge's oracle-timings cache)": 0}
         for wl, _, t, ref, extra in rows:
             extra = json.loads(extra or "null") or {}
+            eager_src["an earlier run on this GPU model (the judge's oracle-timings cache)" if extra.get("reference_timed")
+                      else "timed in the campaign"] += 1
             comp = extra.get("compile_us") or 0
             if comp:
                 comp_src["campaign"] += 1
@@ -109,8 +115,8 @@ def main():
             print(f"  prefill, {len(figs)} workloads with > 50 GFLOP unmasked:")
             for tf, wl, gf, t in figs:
                 print(f"    {wl}: {gf:9.1f} GFLOP in {t:10.1f} us = {tf:6.1f} TFLOP/s = {100 * tf / a.dense_tflops:.0f}% of {a.dense_tflops:g}")
-        print("  baselines: eager timed in the campaign; torch.compile from " +
-              ", ".join(f"{k} ({v})" for k, v in comp_src.items() if v))
+        print("  baselines: eager " + ", ".join(f"{k} ({v})" for k, v in eager_src.items() if v) +
+              "; torch.compile from " + ", ".join(f"{k} ({v})" for k, v in comp_src.items() if v))
         print(f"  not faster than the faster of eager and torch.compile: {len(slower)}" +
               ("" if not slower else " (" + "; ".join(slower[:8]) + (" ..." if len(slower) > 8 else "") + ")"))
 

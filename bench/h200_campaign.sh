@@ -36,6 +36,11 @@ python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
 COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])" 2>/dev/null || echo nan)
 [[ ${CALIBRATE:-1} == 1 ]] && { $K calibrate >"$OUT/calibrate.txt" 2>&1 || true; }
 [[ -n ${RESUME:-} ]] && cp -r "$RESUME" "$OUT/camp"
+# The reference timings `sol` measured on an H200 (bench/h200-sol-cache.tgz's oracle-timings) stand in
+# for timing the references again (the judge's default; OPT_ARGS="--retime-reference" times them
+# here): 018's and 019's check sets are then made with the untimed ones, several processes at once.
+[[ ${TARGET:-cuda} == cuda && -f bench/h200-sol-cache.tgz ]] && mkdir -p "$KERNELARC_CACHE" &&
+  { tar xzf bench/h200-sol-cache.tgz -C "$KERNELARC_CACHE" --skip-old-files oracle-timings 2>>"$OUT/gpu.txt" || true; }
 probs=()
 for n in ${PROBS:-021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
          001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168}; do probs+=("$P/$n"); done

@@ -206,6 +206,44 @@ TEST(SolOracle, TimingsOnlyEntriesHoldNoSets) {
   EXPECT_TRUE(fs::exists(full.at(0).dir / "reference.safetensors"));
 }
 
+// The judge's timed set takes the reference timings that `sol` measured before (the timings-only
+// cache, same key) when they were measured on a device of the name it is given, and is then made
+// untimed: its stored meta.json holds no timing, the entry it returns holds the earlier figures and
+// says where they come from, also when the set already exists. Another device's name gets nothing
+// borrowed: the set is made again with its own timing.
+TEST(SolOracle, TimedSetsBorrowTimingsMeasuredBeforeOnTheSameDevice) {
+  fs::path d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
+  TempDir t;
+  ka::Problem p = ka::load_problem(d);
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  std::vector<ka::OracleRequest> reqs{{&p.workloads.at(0), 0}};
+  auto earlier = oracle.ensure(p, reqs, true, false, /*timings_only=*/true);
+  ASSERT_TRUE(earlier.at(0).ok()) << earlier.at(0).error;
+  const double ms = earlier.at(0).reference_ms().value();
+  const std::string device = earlier.at(0).meta.value("device_name", std::string());
+  ASSERT_FALSE(device.empty());
+
+  oracle.borrow_timings_for(device);
+  for (int round = 0; round < 2; ++round) {  // made, then found in the cache
+    auto e = oracle.ensure(p, reqs, true);
+    ASSERT_TRUE(e.at(0).ok()) << e.at(0).error;
+    EXPECT_EQ(e.at(0).reference_ms(), ms) << "round " << round;
+    ASSERT_TRUE(e.at(0).meta.contains("timings_from")) << "round " << round;
+    EXPECT_EQ(e.at(0).meta["timings_from"].value("cache", ""), "oracle-timings");
+    const json stored = json::parse(ka::read_text(e.at(0).dir / "meta.json"));
+    EXPECT_FALSE(stored.value("reference_ms", json()).is_number()) << "round " << round << ": the set was timed here";
+    EXPECT_TRUE(fs::exists(e.at(0).dir / "reference.safetensors"));
+  }
+
+  oracle.borrow_timings_for("another GPU");
+  auto own = oracle.ensure(p, reqs, true);
+  ASSERT_TRUE(own.at(0).ok()) << own.at(0).error;
+  EXPECT_FALSE(own.at(0).meta.contains("timings_from"));
+  ASSERT_TRUE(own.at(0).reference_ms().has_value());
+  EXPECT_NE(*own.at(0).reference_ms(), ms);
+  EXPECT_TRUE(json::parse(ka::read_text(own.at(0).dir / "meta.json")).value("reference_ms", json()).is_number());
+}
+
 // SOL-ExecBench's protocol (10 warm-up, 50 timed calls) for a fast reference; a slow one (Python
 // loops over sequences and heads take 50-500 ms a call) gets fewer calls, bounded by the oracle's
 // time budgets (0.5 s of warm calls, at least 2; 2 s of timed calls, at least 3), and the timing

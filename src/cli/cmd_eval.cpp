@@ -25,7 +25,7 @@ namespace {
 
 struct EvalArgs {
   std::string problem, solution, target, workloads, traces, json_path;
-  bool json_stdout = false, no_time = false, no_ref = false, time_compile = false, no_sol = false, send_inputs = false;
+  bool json_stdout = false, no_time = false, no_ref = false, time_compile = false, no_sol = false, send_inputs = false, retime = false;
   uint64_t seed = 0;
   int warmup = 10, iterations = 50;
   double timeout_s = 60;
@@ -80,6 +80,7 @@ void run_eval(const EvalArgs& a) {
   opt.cut_min_reference_us = a.cut_min_reference_us;
   opt.time = !a.no_time;
   opt.time_reference = !a.no_ref && !a.no_time;
+  opt.borrow_timings = !a.retime;
   opt.time_compile = a.time_compile && opt.time_reference;
   opt.keep_sets = !a.send_inputs;
   opt.timeout = std::chrono::milliseconds(static_cast<long>(a.timeout_s * 1000));
@@ -205,6 +206,9 @@ void register_eval(CLI::App& app) {
   cmd->add_flag("--no-time", a.no_time, "Check correctness only");
   cmd->add_flag("--no-reference-time", a.no_ref, "Do not time the PyTorch reference");
   cmd->add_flag("--time-compile", a.time_compile, "Also time torch.compile of the reference (SOL score baseline)");
+  cmd->add_flag("--retime-reference", a.retime,
+                "Time the reference here even where `kernelarc sol` measured it before on a GPU of the same name "
+                "(its oracle-timings cache, used by default)");
   cmd->add_flag("--send-inputs", a.send_inputs,
                 "Send each input set with every call instead of keeping it in the worker (slower; the same verdicts)");
   cmd->add_flag("--no-sol", a.no_sol, "Do not compute SOL scores (they need a stored `kernelarc calibrate`)");

@@ -74,6 +74,10 @@ void register_optimize(CLI::App& app) {
                 "Agents spend the whole budget (by default, on a problem with one var axis, the last candidate is a "
                 "piecewise one: the incumbent with the candidates that beat it on some values of that axis, each "
                 "serving its range)");
+  cmd->add_flag("--retime-reference", [](int64_t) { o.eval.borrow_timings = false; },
+                "Time the reference (and torch.compile's) here even where `kernelarc sol` measured it before on a GPU "
+                "of the same name (its oracle-timings cache, which is used by default: those sets are then made "
+                "untimed, several at once)");
   cmd->add_flag("--time-compile", o.eval.time_compile,
                 "Also time the torch.compile'd reference (once per workload, when the oracle generates it): the SOL "
                 "score's baseline is then the faster of eager and compiled");

@@ -548,6 +548,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
           m.gpu = runners.gpu(r);
           m.extra = {{"build_cached", job.build.cached}, {"attempts", w.attempts}, {"runner", r}};
           if (w.compile_us > 0) m.extra["compile_us"] = w.compile_us;
+          if (w.timings_borrowed) m.extra["reference_timed"] = "earlier (oracle-timings cache)";
           if (w.cut) m.extra["cut"] = fmt::format("probe of 1 + 3 calls: slower than {}x the reference", opt.eval.cut_slow);
           if (!rec) m.extra["check"] = "incumbent";
           m.id = store->record_measurement(m);

@@ -45,6 +45,7 @@ json eval_to_json(const EvalOptions& o) {
           {"time", o.time},
           {"time_reference", o.time_reference},
           {"time_compile", o.time_compile},
+          {"borrow_timings", o.borrow_timings},
           {"keep_sets", o.keep_sets},
           {"cut_slow", o.cut_slow},
           {"cut_min_reference_us", o.cut_min_reference_us},
@@ -64,6 +65,7 @@ EvalOptions eval_from_json(const json& j) {
   o.time = j.at("time");
   o.time_reference = j.at("time_reference");
   o.time_compile = j.at("time_compile");
+  o.borrow_timings = j.value("borrow_timings", true);
   o.keep_sets = j.at("keep_sets");
   o.cut_slow = j.at("cut_slow");
   o.cut_min_reference_us = j.at("cut_min_reference_us");
@@ -98,7 +100,8 @@ json workload_to_json(const WorkloadEval& w) {
           {"attempts", w.timing ? w.timing->attempts : 0},
           {"cut", w.timing && w.timing->cut},
           {"reference_us", w.reference_us.value_or(0.0)},
-          {"compile_us", w.compile_us.value_or(0.0)}};
+          {"compile_us", w.compile_us.value_or(0.0)},
+          {"timings_borrowed", w.timings_borrowed}};
 }
 
 WorkloadResult workload_from_json(const json& j) {
@@ -112,6 +115,7 @@ WorkloadResult workload_from_json(const json& j) {
   w.cut = j.value("cut", false);
   w.reference_us = j.at("reference_us");
   w.compile_us = j.value("compile_us", 0.0);
+  w.timings_borrowed = j.value("timings_borrowed", false);
   return w;
 }
 

@@ -47,6 +47,7 @@ struct WorkloadResult {
   double compile_us = 0;                               // torch.compile'd reference; 0 when not timed
   int attempts = 0;
   bool cut = false;  // timed by the probe only: slower than --cut-slow times the reference
+  bool timings_borrowed = false;  // reference_us/compile_us measured in an earlier run (EvalOptions::borrow_timings)
 };
 
 // One candidate to judge. The engine fills the first part; the pool the rest, once judged.

@@ -201,6 +201,7 @@ void JudgeSession::prepare() {
     reqs.push_back({w, opt_.seed});
     reqs.push_back({w, opt_.seed + 1, false});  // the fresh re-check set needs no reference timing
   }
+  if (opt_.time_reference && opt_.borrow_timings) oracle_.borrow_timings_for(device().value("name", std::string()));
   entries_ = oracle_.ensure(p_, reqs, opt_.time_reference, opt_.time_compile);
   sets_.resize(entries_.size());
   prepared_ = true;
@@ -354,6 +355,7 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
     }
     if (auto ms = first.reference_ms()) w.reference_us = *ms * 1000.0;
     if (auto ms = first.compile_ms()) w.compile_us = *ms * 1000.0;
+    w.timings_borrowed = first.meta.contains("timings_from");
     const json tol = {{"tolerance", tolerance_json(wl.tolerance)}};
     std::shared_ptr<const InputSet> sent;  // the set, when it was sent with the call (compared here)
     WorkerReply r1 = run_set(2 * k, "check", tol, &sent);

@@ -36,6 +36,9 @@ struct EvalOptions {
   bool time = true;
   bool time_reference = true;
   bool time_compile = false;                   // also time torch.compile of the reference (SOL baseline)
+  // Reference timings measured before on a GPU of the worker's name (`kernelarc sol`'s oracle-timings
+  // cache) are used instead of timing again (Oracle::borrow_timings_for); `--retime-reference` off.
+  bool borrow_timings = true;
   bool keep_sets = true;                       // keep input sets in the worker (sent once per worker process)
   // Search only (0 = off, SOL-ExecBench's protocol on every workload): where the reference takes
   // at least cut_min_reference_us, a probe of 1 + 3 calls comes first, and a candidate slower than
@@ -70,6 +73,7 @@ struct WorkloadEval {
   std::optional<TimingStats> timing;
   std::optional<double> reference_us;
   std::optional<double> compile_us;            // torch.compile'd reference (time_compile)
+  bool timings_borrowed = false;               // reference timings from an earlier run (borrow_timings)
   nlohmann::json workload;  // the workload as read
 };
 

@@ -61,6 +61,7 @@ json to_report(const Definition& def, const Candidate& c, const CandidateEval& e
               {"max_rel_err", finite_or(w.max_rel_err, 1e30)},
               {"matched_ratio", w.matched_ratio},
               {"reference_us", w.reference_us ? json(*w.reference_us) : json(nullptr)}};
+    if (w.timings_borrowed) j["reference_timed"] = "earlier, on a GPU of the same name (oracle-timings cache)";
     if (w.timing) {
       const auto& t = *w.timing;
       j["timing"] = {{"median_us", t.median_us}, {"mean_us", t.mean_us}, {"min_us", t.min_us}, {"max_us", t.max_us},

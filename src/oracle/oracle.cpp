@@ -125,6 +125,37 @@ std::string entry_key(const Problem& p, const Workload& w, uint64_t seed, const 
 std::string Oracle::key(const Problem& p, const Workload& w, uint64_t seed) const { return entry_key(p, w, seed, device_); }
 std::string Oracle::count_key(const Problem& p, const Workload& w) const { return entry_key(p, w, 0, "any device"); }
 
+namespace {
+// Whether meta (an entry's meta.json) holds what a timed request asks: tr, the eager reference's
+// time; tc, torch.compile's, or a compile timing that records why there is none (not a skip for
+// want of budget, which a later run redoes).
+bool has_timings(const json& meta, bool tr, bool tc) {
+  if (tr && !(meta.contains("reference_ms") && meta["reference_ms"].is_number())) return false;
+  if (!tc) return true;
+  if (meta.contains("compile_ms") && meta["compile_ms"].is_number()) return true;
+  if (!meta.contains("compile_timing")) return false;
+  const json& ct = meta["compile_timing"];
+  return !ct.is_null() && !(ct.is_object() && ct.contains("skipped"));
+}
+}  // namespace
+
+json Oracle::borrowed_timings(const std::string& key, bool tr, bool tc) const {
+  if (timings_device_.empty() || !(tr || tc)) return nullptr;
+  const fs::path dir = root_.parent_path() / "oracle-timings" / key;
+  if (!fs::exists(dir / "manifest.json") || !fs::exists(dir / "meta.json")) return nullptr;
+  json meta = json::parse(read_text(dir / "meta.json"), nullptr, false);
+  if (!meta.is_object() || meta.value("device_name", std::string()) != timings_device_ || !has_timings(meta, tr, tc))
+    return nullptr;
+  json out = json::object();
+  for (const char* f : {"reference_ms", "reference_timing", "compile_ms", "compile_timing"})
+    if (meta.contains(f)) out[f] = meta[f];
+  out["timings_from"] = {{"cache", "oracle-timings"},
+                         {"key", key},
+                         {"device_name", meta.value("device_name", std::string())},
+                         {"torch", meta.value("torch", std::string())}};
+  return out;
+}
+
 std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference,
                                         bool time_compile, bool timings_only) {
   const fs::path root = timings_only ? root_.parent_path() / "oracle-timings" : root_;
@@ -132,22 +163,27 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
   std::vector<OracleEntry> out(reqs.size());
   std::vector<size_t> missing;
   std::vector<std::string> keys;
+  std::vector<json> borrowed(reqs.size());  // timings from oracle-timings, for the sets that lack them
+  size_t n_borrowed = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
     keys.push_back(key(p, *reqs[i].workload, reqs[i].seed));
     fs::path dir = root / keys.back();
     out[i].dir = dir;
+    const bool tr = time_reference && reqs[i].timed, tc = time_compile && reqs[i].timed;
     bool have = fs::exists(dir / "manifest.json");
-    if (have) {
-      out[i].meta = json::parse(read_text(dir / "meta.json"));
-      const bool tr = time_reference && reqs[i].timed, tc = time_compile && reqs[i].timed;
-      if (tr && !out[i].reference_ms()) have = false;  // redo with timing
-      if (tc && !out[i].compile_ms() && !out[i].meta.contains("compile_timing")) have = false;
-      if (tc && out[i].meta.contains("compile_timing") &&
-          (out[i].meta["compile_timing"].is_null() || out[i].meta["compile_timing"].contains("skipped")))
-        have = false;
+    if (have) out[i].meta = json::parse(read_text(dir / "meta.json"));
+    if (!timings_only && (tr || tc) && !(have && has_timings(out[i].meta, tr, tc))) {
+      borrowed[i] = borrowed_timings(keys.back(), tr, tc);
+      n_borrowed += !borrowed[i].is_null();
     }
+    if (have && !borrowed[i].is_null()) out[i].meta.update(borrowed[i]);
+    else if (have && !has_timings(out[i].meta, tr, tc)) have = false;  // redo with timing
     if (!have) missing.push_back(i);
   }
+  if (n_borrowed)
+    spdlog::info("oracle: the reference timings of {} workload(s) of {} come from earlier measurements on {} "
+                 "(the oracle-timings cache); --retime-reference measures them again",
+                 n_borrowed, p.def.name, timings_device_);
   if (missing.empty()) return out;
   // One oracle process per group: the sets whose reference is timed, and those that are not; both
   // within one time limit.
@@ -278,6 +314,7 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
       ::chmod(dst.c_str(), 0555);
     }
     out[i].meta = json::parse(read_text(dst / "meta.json"));
+    if (!borrowed[i].is_null()) out[i].meta.update(borrowed[i]);
   }
   for (const auto& e : fs::directory_iterator(work)) {
     ::chmod(e.path().c_str(), 0755);
@@ -286,7 +323,7 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
   fs::remove_all(work);
   };
   std::vector<size_t> timed, untimed;
-  for (size_t i : missing) (reqs[i].timed ? timed : untimed).push_back(i);
+  for (size_t i : missing) (reqs[i].timed && borrowed[i].is_null() ? timed : untimed).push_back(i);
   run_group(timed, time_reference, time_compile);
   run_group(untimed, false, false);
   return out;

@@ -79,6 +79,13 @@ class Oracle {
   // hour). A call stopped by it keeps the workloads it finished; the rest get an error (and
   // `stopped`) and are made by a later ensure().
   void set_time_limit(double seconds) { time_limit_s_ = seconds; }
+  // Reference timings measured before on a GPU of this name (`kernelarc sol`'s timings-only cache,
+  // cache_root()/oracle-timings, same key) stand in for timing the reference again: a timed request
+  // whose set lacks timings takes them from there, and its set is made untimed (with the untimed
+  // sets, several processes at once) instead of alone on the device. Only entries whose meta.json
+  // names this device and holds every timing asked for are used; the entry's meta then says so
+  // ("timings_from"). Empty (the default): always time here.
+  void borrow_timings_for(std::string device_name) { timings_device_ = std::move(device_name); }
 
  private:
   struct RegenServer;  // the regeneration process and its lock (oracle.cpp)
@@ -90,6 +97,10 @@ class Oracle {
   }
   std::string device_;
   std::filesystem::path root_;
+  std::string timings_device_;
+  // The timing fields of oracle-timings/<key> when borrow_timings_for() allows them and they cover
+  // what is asked (tr: reference_ms; tc: a compile timing that was not skipped), else null.
+  nlohmann::json borrowed_timings(const std::string& key, bool tr, bool tc) const;
 };
 
 }  // namespace ka
