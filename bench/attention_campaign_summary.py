@@ -78,15 +78,15 @@ def main():
         print(f"{prob}: {n_cands} candidates; best {name}, geomean {g:.2f} us; passed {len(rows)}/{total} workloads")
         slower = []
         figs = []
-        comp_src = {"campaign": 0, "sol cache": 0, "none": 0}
-        eager_src = {"timed in the campaign": 0, "an earlier run on this GPU model (the judge's oracle-timings cache)": 0}
+        earlier = "an earlier run on this GPU model (the judge's oracle-timings cache)"
+        comp_src = {"campaign": 0, earlier: 0, "sol cache": 0, "none": 0}
+        eager_src = {"timed in the campaign": 0, earlier: 0}
         for wl, _, t, ref, extra in rows:
             extra = json.loads(extra or "null") or {}
-            eager_src["an earlier run on this GPU model (the judge's oracle-timings cache)" if extra.get("reference_timed")
-                      else "timed in the campaign"] += 1
+            eager_src[earlier if extra.get("reference_timed") else "timed in the campaign"] += 1
             comp = extra.get("compile_us") or 0
             if comp:
-                comp_src["campaign"] += 1
+                comp_src[earlier if extra.get("reference_timed") else "campaign"] += 1
             else:
                 comp = cached.get((prob, wl), 0)
                 comp_src["sol cache" if comp else "none"] += 1
