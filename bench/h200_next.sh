@@ -16,13 +16,16 @@
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
-# Default order (STEPS): gemm_diag gqa_ab camp016 camp018_oracle camp018 mla_ab camp019_oracle
-# camp019 camp014_oracle camp014. 018's oracle alone took 391 s on 2026-12-05, so its two steps are
-# two consecutive calls on the warm machine (the second judges from the sets in /tmp/ka-cache).
+# Default order (STEPS): mla_ab gemm_m16294 camp019_oracle camp019 camp016 gemm_diag (what is left
+# after 2026-12-05 15:11: issue 6 line 3 on 019 and 016, issue 5 line 2's M 16294 lead). With the
+# reference timings borrowed from bench/h200-sol-cache.tgz (ce4a63f) 018's and 019's oracles take
+# ~95 s, so an `_oracle` step usually makes the problem's whole run and marks its second step done;
+# gqa_ab, camp018 and camp014 remain available by name.
 # Steps (seconds reserved; the campaign steps use what is left of the call, up to their cap):
 #   mla_ab     (300) issue 6 line 3: the MLA prefill seed (WARPS 12, PERSIST 0) against the item
 #              stream (PERSIST 1, ORDER 1 and 2) on 019's five large workloads that the self-test
 #              can time in one process (bench/h200_prefill_ab.sh)
+#   gemm_m16294 (150) issue 5 line 2: ncu of p11 and d01 at M 16294 and 16896 on 5120x2048 (below)
 #   gemm_diag  (100) issue 5 line 2: the persistent GEMM points against cuBLAS at M 8192-16896 on
 #              the four wide shapes (first run 2026-12-05, bench/RESULTS.md: p11's epilogue is the
 #              16% at N 5120, K 2048, M 16294; cluster points at ~1 us per k-tile): now p11 beside
@@ -47,7 +50,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"gemm_diag gqa_ab camp016 camp018_oracle camp018 mla_ab camp019_oracle camp019 camp014_oracle camp014"}
+STEPS=${STEPS:-"mla_ab gemm_m16294 camp019_oracle camp019 camp016 gemm_diag"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
@@ -141,6 +144,33 @@ PY
   tar czf "$FINAL/gemm_diag.tgz" -C "$FINAL" gemm_diag && rm -rf "$D"
 }
 
+# Why M 16294 is slower than the whole-wave 16896 for every storing point (2026-12-05 14:53 run:
+# p11 508 vs 477 us on 5120x2048; d01 without the epilogue 440 vs 456; d03's register stores +28 us
+# too): p11 and d01 at both M, L2 flushed, ncu's throughput, memory and scheduler sections, one
+# kernel each (ours and cuBLAS's: the second launch of each process is the timed one after warm-up).
+step_gemm_m16294() {
+  local G=.dev/gemm D=$FINAL/gemm_m16294 l m
+  mkdir -p "$D"
+  command -v ncu >/dev/null || { say "gemm_m16294: no ncu"; return 1; }
+  for l in p11_p1_bn256_s4_sn32_r1 d01_p11_noepi; do
+    for m in 16294 16896; do
+      timeout -k 10 100 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section SchedulerStats --section WarpStateStats --section LaunchStats --kernel-name regex:'gemm|nvjet' \
+        --launch-count 4 "$G/selftest" --lib "$G/pts/$l/candidate.so" --label "$l" --reps 1 --hang-s 30 \
+        --dtypes fp16 --shapes 5120x2048 --ms "$m" >"$D/ncu_${l%%_*}_$m.txt" 2>&1
+      echo "exit $?" >>"$D/ncu_${l%%_*}_$m.txt"
+    done
+  done
+  {
+    echo "== gemm_m16294 ($(date -u +%FT%TZ))"
+    for f in "$D"/ncu_*.txt; do
+      echo "-- $(basename "$f" .txt)"
+      grep -E '^  [^ ].*\(|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|L2 Hit Rate|Mem Busy|Max Bandwidth|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|exit' "$f" | head -30
+    done
+  } >>"$SUM"
+  tar czf "$FINAL/gemm_m16294.tgz" -C "$FINAL" gemm_m16294 && rm -rf "$D"
+}
+
 # campaign PROBLEM TAG BUDGET PER_PROBLEM_S ORACLE_S: one bench/h200_campaign.sh run in its own
 # output folder, its optimize limited to what is left of the call.
 campaign() {
@@ -173,6 +203,7 @@ need() {
   case $1 in
     mla_ab) echo 300 ;;
     gemm_diag) echo 100 ;;
+    gemm_m16294) echo 150 ;;
     gqa_ab) echo 300 ;;
     camp016) echo 260 ;;
     *_oracle) echo 400 ;;  # its sets stay made when ORACLE_S ends it: the next step goes on from them
