@@ -208,9 +208,10 @@ TEST(SolOracle, TimingsOnlyEntriesHoldNoSets) {
 
 // The judge's timed set takes the reference timings that `sol` measured before (the timings-only
 // cache, same key) when they were measured on a device of the name it is given, and is then made
-// untimed: its stored meta.json holds no timing, the entry it returns holds the earlier figures and
-// says where they come from, also when the set already exists. Another device's name gets nothing
-// borrowed: the set is made again with its own timing.
+// untimed: its stored meta.json holds no timing, the entry it returns holds the earlier figures it
+// asked for (torch.compile's only when asked) and says where they come from, also when the set
+// already exists. Another device's name gets nothing borrowed: the set is made again with its own
+// timing.
 TEST(SolOracle, TimedSetsBorrowTimingsMeasuredBeforeOnTheSameDevice) {
   fs::path d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
   TempDir t;
@@ -222,18 +223,31 @@ TEST(SolOracle, TimedSetsBorrowTimingsMeasuredBeforeOnTheSameDevice) {
   const double ms = earlier.at(0).reference_ms().value();
   const std::string device = earlier.at(0).meta.value("device_name", std::string());
   ASSERT_FALSE(device.empty());
+  {  // as if `sol` had also timed torch.compile (compiling on a CPU would take this test minutes)
+    json meta = earlier.at(0).meta;
+    meta["compile_ms"] = 123.0;
+    meta["compile_timing"] = {{"method", "test"}};
+    fs::permissions(earlier.at(0).dir, fs::perms::owner_write, fs::perm_options::add);
+    fs::permissions(earlier.at(0).dir / "meta.json", fs::perms::owner_write, fs::perm_options::add);
+    std::ofstream(earlier.at(0).dir / "meta.json") << meta.dump(1);
+  }
 
   oracle.borrow_timings_for(device);
   for (int round = 0; round < 2; ++round) {  // made, then found in the cache
     auto e = oracle.ensure(p, reqs, true);
     ASSERT_TRUE(e.at(0).ok()) << e.at(0).error;
     EXPECT_EQ(e.at(0).reference_ms(), ms) << "round " << round;
+    EXPECT_FALSE(e.at(0).compile_ms().has_value()) << "round " << round << ": a compile timing nobody asked for";
     ASSERT_TRUE(e.at(0).meta.contains("timings_from")) << "round " << round;
     EXPECT_EQ(e.at(0).meta["timings_from"].value("cache", ""), "oracle-timings");
     const json stored = json::parse(ka::read_text(e.at(0).dir / "meta.json"));
     EXPECT_FALSE(stored.value("reference_ms", json()).is_number()) << "round " << round << ": the set was timed here";
     EXPECT_TRUE(fs::exists(e.at(0).dir / "reference.safetensors"));
   }
+  auto with_compile = oracle.ensure(p, reqs, true, /*time_compile=*/true);
+  ASSERT_TRUE(with_compile.at(0).ok()) << with_compile.at(0).error;
+  EXPECT_EQ(with_compile.at(0).compile_ms(), 123.0);
+  EXPECT_EQ(with_compile.at(0).reference_ms(), ms);
 
   oracle.borrow_timings_for("another GPU");
   auto own = oracle.ensure(p, reqs, true);

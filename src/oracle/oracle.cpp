@@ -146,9 +146,11 @@ json Oracle::borrowed_timings(const std::string& key, bool tr, bool tc) const {
   json meta = json::parse(read_text(dir / "meta.json"), nullptr, false);
   if (!meta.is_object() || meta.value("device_name", std::string()) != timings_device_ || !has_timings(meta, tr, tc))
     return nullptr;
-  json out = json::object();
-  for (const char* f : {"reference_ms", "reference_timing", "compile_ms", "compile_timing"})
-    if (meta.contains(f)) out[f] = meta[f];
+  json out = json::object();  // only what is asked: a compile timing must not become a baseline unasked
+  for (const char* f : {"reference_ms", "reference_timing"})
+    if (tr && meta.contains(f)) out[f] = meta[f];
+  for (const char* f : {"compile_ms", "compile_timing"})
+    if (tc && meta.contains(f)) out[f] = meta[f];
   out["timings_from"] = {{"cache", "oracle-timings"},
                          {"key", key},
                          {"device_name", meta.value("device_name", std::string())},
