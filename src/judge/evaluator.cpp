@@ -201,7 +201,9 @@ void JudgeSession::prepare() {
     reqs.push_back({w, opt_.seed});
     reqs.push_back({w, opt_.seed + 1, false});  // the fresh re-check set needs no reference timing
   }
-  if (opt_.time_reference && opt_.borrow_timings) oracle_.borrow_timings_for(device().value("name", std::string()));
+  // Set either way: the oracle may be shared with a session that borrowed.
+  oracle_.borrow_timings_for(opt_.time_reference && opt_.borrow_timings ? device().value("name", std::string())
+                                                                        : std::string());
   entries_ = oracle_.ensure(p_, reqs, opt_.time_reference, opt_.time_compile);
   sets_.resize(entries_.size());
   prepared_ = true;
