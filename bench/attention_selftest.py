@@ -26,9 +26,10 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                L2-flushed calls (CUDA events) and the effective KV bandwidth (each KV byte once);
                prefill: achieved TFLOP/s counting only the unmasked scores.
 
-  --trace      (cuda, gqa decode, with --time) builds with -DKA_TRACE and adds to each timed workload
-               where one call's time goes: per-CTA entry / first data / last data / exit times
-               (span, spread of the CTAs' exits, first-data latency, loop, tail, SM busy fraction).
+  --trace      (cuda, gqa decode and mla prefill, with --time) builds with -DKA_TRACE and adds to each
+               timed workload where one call's time goes: per-CTA entry / first data / last data /
+               exit times (span, spread of the CTAs' exits, first-data latency, loop and loop per key
+               tile, tail, SM busy fraction, gaps between the CTAs of one SM).
 
 Points: --points seeds (the family.json seeds, what a campaign times first), --points default (decode: one representative per structural knob combination and per split
 mode, and one per (WARPS, TILE, STAGES) of gqa_decode's HEADS=0; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, and
@@ -602,13 +603,15 @@ def _q(xs, f):
 
 
 def trace_call(lib, defn, vals, outs):
-    """One L2-flushed call of a KA_TRACE build of gqa_decode_cuda (its ka_trace_read): where the
+    """One L2-flushed call of a KA_TRACE build (kernelarc/trace.h's ka_trace_read): where the
     call's time goes, per CTA, in µs from the earliest CTA's entry (%globaltimer) and, for durations
     within a CTA, from %clock64 at the SM clock measured here. Returns a summary dict:
     span (first entry to last exit), entry/exit spread (p50 / p90 / max of each CTA's offset),
     first-data latency (entry to tile 0's data ready), loop (tile 0 ready to the last tile ready),
-    tail (last tile ready to exit), and sm_busy: the mean over SMs of the fraction of the span in
-    which the SM held at least one CTA (a one-wave tail shows as exits spread and sm_busy < 1)."""
+    tail (last tile ready to exit), loop_per_tile (loop over the CTA's tile count), gap (between one
+    CTA's exit and the next one's entry on the same SM), and sm_busy: the mean over SMs of the
+    fraction of the span in which the SM held at least one CTA (a one-wave tail shows as exits
+    spread and sm_busy < 1)."""
     flush = _FLUSH[0]  # time_call made it: a workload is traced after it is timed
     arr, _keep = make_args(defn, vals, outs)
     flush.zero_()
@@ -641,9 +644,10 @@ def summarize_trace(recs):
     busy = {}
     for r in recs:
         busy.setdefault(r[8], []).append((r[0], r[6]))
-    frac = []
+    frac, gaps = [], []
     for iv in busy.values():
         iv.sort()
+        gaps += [(b[0] - a[1]) / 1000 for a, b in zip(iv, iv[1:]) if b[0] >= a[1]]  # one CTA after another
         cover, cur_s, cur_e = 0, None, None
         for a, b in iv:
             if cur_e is None or a > cur_e:
@@ -658,7 +662,8 @@ def summarize_trace(recs):
     return {"ctas": len(recs), "sms": len(busy), "span_us": round(span_ns / 1000, 2), "sm_ghz": round(ghz, 3),
             "entry_us": q3([(r[0] - t0) / 1000 for r in recs]), "exit_us": q3([(r[6] - t0) / 1000 for r in recs]),
             "first_data_us": q3(first), "loop_us": q3(loop), "tail_us": q3(tail),
-            "tiles": q3([r[9] for r in recs]), "sm_busy": round(sum(frac) / len(frac), 3)}
+            "tiles": q3([r[9] for r in recs]), "sm_busy": round(sum(frac) / len(frac), 3),
+            "gap_us": q3(gaps), "loop_per_tile_us": q3([cyc(r[3], r[5]) / r[9] for r in recs if r[3] and r[5] and r[9]])}
 
 
 def main():
@@ -677,9 +682,9 @@ def main():
     ap.add_argument("--sms", default="3,8", help="emu: SM counts to emulate (comma list)")
     ap.add_argument("--time", action="store_true", help="cuda: time the workloads")
     ap.add_argument("--trace", action="store_true",
-                    help="cuda, gqa decode: build with -DKA_TRACE and add per-CTA timings of one call to each timed "
-                         "workload (where the time goes: span, entry/exit spread, first-data latency, loop, tail, "
-                         "SM busy fraction; see trace_call)")
+                    help="cuda, gqa decode and mla prefill: build with -DKA_TRACE and add per-CTA timings of one call to "
+                         "each timed workload (where the time goes: span, entry/exit spread, first-data latency, loop, "
+                         "tail, SM busy fraction, gaps; see trace_call)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--families", default="",
                     help="build the family sources from this folder instead of the repo's families/ (e.g. an older "

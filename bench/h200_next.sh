@@ -77,6 +77,29 @@ step_mla_ab() {
   promote mla_ab mla_prefill_cuda "$seed"
 }
 
+# The output written as whole 16-byte chunks (a quad transpose; both prefill families) against the
+# 4-byte stores of OLD (.data/old: `git archive <rev before> families | tar x -C .data/old` here),
+# on the MLA seed and item stream and the GQA seed.
+step_epi_ab() {
+  local mla=QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=1,PERSIST=0,MMA=1,SAHEAD=0
+  local gqa=WARPS=12,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,PERSIST=2,MMA=1,OVERLAP=1,WS=1,PINGPONG=1,QREG=0
+  OUT=$FINAL/epi_ab OLD=${OLD:-.data/old} GQA_BOTH="$gqa" GQA_NEW="" MLA_BOTH="$mla ${mla/ORDER=1,PERSIST=0/ORDER=2,PERSIST=1}" \
+    MLA_NEW="" STEP_S=${STEP_S:-200} bash bench/h200_prefill_ab.sh >"$STATE/epi_ab.out" 2>&1
+  grep -vE '^(no |$)' "$STATE/epi_ab.out" | tail -32 >>"$SUM"
+}
+
+# Where an MLA prefill CTA's time goes (KA_TRACE build, bench/attention_selftest.py --trace): the
+# seed and the item stream on the short-sequence workload 74202b1d and the long fe63f292.
+step_mla_trace() {
+  local mla=QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=1,PERSIST=0,MMA=1,SAHEAD=0 D=$FINAL/mla_trace
+  mkdir -p "$D"
+  timeout -k 10 150 python3 bench/attention_selftest.py --mode cuda --family mla_prefill --cases workloads \
+    --only "${TRACE_ONLY:-74202b1d,fe63f292}" --time --trace --knobs "$mla" --knobs "${mla/ORDER=1,PERSIST=0/ORDER=2,PERSIST=1}" \
+    --jsonl "$D/trace.jsonl" >"$D/trace.txt" 2>&1
+  echo "exit $?" >>"$D/trace.txt"
+  { echo "== mla_trace"; grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-900; } >>"$SUM"
+}
+
 step_gqa_ab() {
   local seed=WARPS=12,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,PERSIST=2,MMA=1,OVERLAP=1,WS=1,PINGPONG=1,QREG=0
   OUT=$FINAL/gqa_ab OLD=/nonexistent GQA_BOTH="" GQA_NEW="$seed $seed,QBUFS=2 $seed,QBUFS=2,XITEM=1" MLA_BOTH="" MLA_NEW="" \
@@ -202,6 +225,8 @@ step_camp014() { campaign 014_gqa_paged_prefill_causal_h32_kv4_d128_ps1 camp014 
 need() {
   case $1 in
     mla_ab) echo 300 ;;
+    epi_ab) echo 330 ;;
+    mla_trace) echo 160 ;;
     gemm_diag) echo 100 ;;
     gemm_m16294) echo 150 ;;
     gqa_ab) echo 300 ;;

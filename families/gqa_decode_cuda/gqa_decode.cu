@@ -101,6 +101,9 @@
 #include <cuda_runtime.h>
 #endif
 #include <kernelarc/abi.h>
+#ifdef KA_TRACE
+#include <kernelarc/trace.h>  // diagnostic builds only (see trace_at)
+#endif
 
 #include <climits>
 #include <cstdint>
@@ -418,30 +421,16 @@ __device__ __forceinline__ void merge_group(const Params& p, int b, int g, int t
 // KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/attention_selftest.py --trace
 // adds -DKA_TRACE): thread 0 of each CTA records when it entered, when tile 0's and the last tile's
 // data were ready for the consumers (PRODUCER=1), and when it left, in %globaltimer ns (comparable
-// across SMs) and %clock64 cycles (precise within one SM), with its SM and tile count; ka_trace_read
-// copies the last launch's records out. Where a decode call's time goes: the spread of the CTAs'
-// ends (a one-wave tail) against the fixed cost each CTA pays before its first tile and after
-// its last.
+// across SMs) and %clock64 cycles (precise within one SM), with its SM and tile count
+// (kernelarc/trace.h; its ka_trace_read copies the last launch's records out). Where a decode
+// call's time goes: the spread of the CTAs' ends (a one-wave tail) against the fixed cost each CTA
+// pays before its first tile and after its last.
 #ifdef KA_TRACE
-constexpr int kTraceCtas = 16384, kTraceSlots = 10;
-__device__ unsigned long long g_trace[kTraceCtas * kTraceSlots];
 __device__ __forceinline__ void trace_at(int event, bool first_write = false) {  // event 0..3
-  if (threadIdx.x != 0 || blockIdx.x >= kTraceCtas) return;
-  unsigned long long gt, ck;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
-  unsigned long long* r = g_trace + static_cast<size_t>(blockIdx.x) * kTraceSlots;
-  if (first_write) {
-    for (int i = 0; i < kTraceSlots; ++i) r[i] = 0;
-    unsigned sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    r[8] = sm;
-  }
-  r[2 * event] = gt;
-  r[2 * event + 1] = ck;
+  if (threadIdx.x == 0) ka_trace::at(event, first_write);
 }
 __device__ __forceinline__ void trace_tiles(int n) {
-  if (threadIdx.x == 0 && blockIdx.x < kTraceCtas) g_trace[static_cast<size_t>(blockIdx.x) * kTraceSlots + 9] = n;
+  if (threadIdx.x == 0) ka_trace::count(n);
 }
 #else
 __device__ __forceinline__ void trace_at(int, bool = false) {}
@@ -1248,9 +1237,6 @@ State g_state;
 inline State& state() { return g_state; }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-#ifdef KA_TRACE
-int g_trace_grid = 0;  // CTAs of the last launch
-#endif
 
 inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const ka::TensorArg& v_cache,
                    const ka::TensorArg& kv_indptr, const ka::TensorArg& kv_indices, double sm_scale,
@@ -1327,7 +1313,7 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const k
     }
   }
 #ifdef KA_TRACE
-  g_trace_grid = static_cast<int>(grid);
+  ka_trace::set_grid(grid);
 #endif
   KA_LAUNCH(gqa_decode_kernel, dim3(static_cast<unsigned>(grid)), dim3(NTHREADS), SMEM_BYTES, p);
   if (split && p.nchunks > 1 && !KA_FUSED_MERGE)
@@ -1337,18 +1323,6 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const k
 }  // namespace
 }  // namespace ka_gqa
 
-#ifdef KA_TRACE
-// The last launch's per-CTA records (kTraceSlots each, see trace_at), at most max_ctas of them;
-// returns how many were copied (after the launch has finished).
-extern "C" __attribute__((visibility("default"))) int ka_trace_read(unsigned long long* dst, int max_ctas) {
-  const int n = ka_gqa::g_trace_grid < max_ctas ? ka_gqa::g_trace_grid : max_ctas;
-  const int m = n < ka_gqa::kTraceCtas ? n : ka_gqa::kTraceCtas;
-  cudaDeviceSynchronize();
-  if (m <= 0 || cudaMemcpyFromSymbol(dst, ka_gqa::g_trace, sizeof(unsigned long long) * ka_gqa::kTraceSlots * m) != cudaSuccess)
-    return 0;
-  return m;
-}
-#endif
 
 void run(const ka::TensorArg& q, const ka::TensorArg& k_cache, const ka::TensorArg& v_cache,
          const ka::TensorArg& kv_indptr, const ka::TensorArg& kv_indices, double sm_scale,

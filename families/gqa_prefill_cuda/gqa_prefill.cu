@@ -674,10 +674,30 @@ __device__ __forceinline__ void rescale_o(float (&o)[N][4], float a0, float a1) 
   }
 }
 
+// Quad transpose: lanes 4q .. 4q+3 hold v[0..3] (word i of lane j = v_j[i]); after it lane j holds
+// word i = v_i[j] (two xor exchanges of half the words each). j = lane & 3; every lane takes part.
+__device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int j) {
+  const bool b1 = j & 2, b0 = j & 1;
+  {
+    const uint32_t x0 = static_cast<uint32_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(b1 ? v[0] : v[2]), 2));
+    const uint32_t x1 = static_cast<uint32_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(b1 ? v[1] : v[3]), 2));
+    if (b1) v[0] = x0, v[1] = x1;
+    else v[2] = x0, v[3] = x1;
+  }
+  {
+    const uint32_t x0 = static_cast<uint32_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(b0 ? v[0] : v[1]), 1));
+    const uint32_t x1 = static_cast<uint32_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(b0 ? v[2] : v[3]), 1));
+    if (b0) v[0] = x0, v[2] = x1;
+    else v[1] = x0, v[3] = x1;
+  }
+}
+
 // The epilogue (every warp owns whole rows): the thread's rows, CTA rows wr0 and wr0 + 8 (those past
 // the item's nq tokens skipped), out = O / l and lse = m + log2(l) from the quad's sums; rows that
-// saw no key get the empty-row values (see the top). ROLLED: one row at a time (a loop kept rolled:
-// half the registers, for XITEM's write beside the next item's P).
+// saw no key get the empty-row values (see the top). A thread holds two columns of every 8; the
+// quad's lanes trade them (quad_transpose) so that each stores whole 16-byte chunks (a warp's store
+// covers 64 contiguous bytes of each of its 8 rows instead of 16). ROLLED: one row at a time (a loop
+// kept rolled: half the registers, for XITEM's write beside the next item's P).
 template <bool ROLLED = false>
 __device__ __forceinline__ void write_rows(const Params& p, Rows st, const float (&o)[NTD][4], int64_t row0, int nq,
                                            int wr0, int lane) {
@@ -690,18 +710,25 @@ __device__ __forceinline__ void write_rows(const Params& p, Rows st, const float
 #pragma unroll(ROLLED ? 1 : 2)
   for (int h = 0; h < 2; ++h) {
     const int wr = wr0 + 8 * h;
-    if (wr / G >= nq) continue;
+    const bool valid = wr / G < nq;  // (not warp-uniform for every group size: the quad trades anyway)
     const float m = h ? st.m1 : st.m0, l = h ? st.l1 : st.l0;
     const bool none = m == kNegInf;  // the row saw no key
     const float inv = none ? 0.f : 1.f / l;
     const int64_t orow = row0 + static_cast<int64_t>(wr / G) * HQ + wr % G;
-    uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + orow * D);
+    uint4* dst = reinterpret_cast<uint4*>(p.out + orow * D);
 #pragma unroll
-    for (int n = 0; n < NTD; ++n) {
-      const float x0 = h ? o[n][2] : o[n][0], x1 = h ? o[n][3] : o[n][1];  // (selects: h stays a register when rolled)
-      dst[(8 * n + cq) / 2] = none ? empty : pack_bf16(x0 * inv, x1 * inv);
+    for (int g4 = 0; g4 < NTD / 4; ++g4) {
+      uint32_t v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int n = 4 * g4 + i;
+        const float x0 = h ? o[n][2] : o[n][0], x1 = h ? o[n][3] : o[n][1];  // (selects: h stays a register when rolled)
+        v[i] = none ? empty : pack_bf16(x0 * inv, x1 * inv);
+      }
+      quad_transpose(v, cq >> 1);
+      if (valid) dst[4 * g4 + (cq >> 1)] = make_uint4(v[0], v[1], v[2], v[3]);
     }
-    if ((lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(l);
+    if (valid && (lane & 3) == 0) p.lse[orow] = none ? kNegInf : m + log2f(l);
   }
 }
 

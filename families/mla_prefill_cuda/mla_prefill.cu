@@ -107,6 +107,9 @@
 #include <cuda_runtime.h>
 #endif
 #include <kernelarc/abi.h>
+#ifdef KA_TRACE
+#include <kernelarc/trace.h>  // diagnostic builds only (see trace_at)
+#endif
 
 #include <climits>
 #include <cstdint>
@@ -198,6 +201,24 @@ static_assert(MMA == 1 || NT % M == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0 && 
 static_assert(STAGES >= 2 && STAGES <= 6, "STAGES");
 static_assert(MMA == 1 || SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 
+// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/attention_selftest.py --trace
+// adds -DKA_TRACE; kernelarc/trace.h): per CTA, when it entered (0), when Q and its first key tile
+// had landed (1), when warpgroup 0's loop over the key tiles ended (2) and when the O warpgroups had
+// written the output (3), with its SM and its key-tile count (the item stream: all its items'
+// tiles). Where the time of a CTA goes besides its tiles: the prologue, the epilogue, the gaps
+// between the CTAs of one SM.
+#ifdef KA_TRACE
+__device__ __forceinline__ void trace_at(bool who, int event, bool first = false) {
+  if (who) ka_trace::at(event, first);
+}
+__device__ __forceinline__ void trace_count(bool who, int n) {
+  if (who) ka_trace::count(n);
+}
+#else
+__device__ __forceinline__ void trace_at(bool, int, bool = false) {}
+__device__ __forceinline__ void trace_count(bool, int) {}
+#endif
+
 // ── primitives ─────────────────────────────────────────────────────────────────────────────────
 #ifdef KA_EMULATE
 using namespace ka_emu_ops;
@@ -241,6 +262,7 @@ inline void fence_operands(X (&)[R][C]) {}
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -590,21 +612,49 @@ __device__ __forceinline__ void pv_ss(float (&o)[(DC / 2) / 8][4], uint64_t dp0,
   wgmma_wait_n<0>();
   fence_operands(o);
 }
+// Quad transpose: lanes 4q .. 4q+3 hold v[0..3] (word i of lane j = v_j[i]); after it lane j holds
+// word i = v_i[j] (two xor exchanges of half the words each, as a 2 x 2 block transpose then a
+// transpose within the blocks). j = lane & 3. Every lane of the warp takes part.
+__device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int j) {
+  const bool b1 = j & 2, b0 = j & 1;
+  {
+    const uint32_t x0 = static_cast<uint32_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(b1 ? v[0] : v[2]), 2));
+    const uint32_t x1 = static_cast<uint32_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(b1 ? v[1] : v[3]), 2));
+    if (b1) v[0] = x0, v[1] = x1;
+    else v[2] = x0, v[3] = x1;
+  }
+  {
+    const uint32_t x0 = static_cast<uint32_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(b0 ? v[0] : v[1]), 1));
+    const uint32_t x1 = static_cast<uint32_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(b0 ? v[2] : v[3]), 1));
+    if (b0) v[0] = x0, v[2] = x1;
+    else v[1] = x0, v[3] = x1;
+  }
+}
 // The wgmma paths' output: O warpgroup og writes its DC / 2 dims of rows r0 and r1 of an item (the
 // rows of its nq tokens from row0 on), scaled by 1/l from inv_b (-1: the row saw no key: NaN, or 0
-// with KA_MASKED_ROW_ZERO).
+// with KA_MASKED_ROW_ZERO). A thread's accumulators hold two columns of every 8; the quad's four
+// lanes trade them (quad_transpose) so that each stores whole 16-byte chunks: a warp's store covers
+// 64 contiguous bytes of each of its 8 rows (4-byte stores covered 16, and took 4 times the
+// instructions and line accesses).
 __device__ __forceinline__ void write_o_rows(const Params& p, const float (&o)[(DC / 2) / 8][4], const float* inv_b,
                                            int64_t row0, int nq, int og, int r0, int r1, int cq) {
   const uint32_t empty = KA_MASKED_ROW_ZERO ? 0u : 0x7fc07fc0u;
+  const int j = cq >> 1;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = h ? r1 : r0;
-    if (r / H >= nq) continue;
+    if (r / H >= nq) continue;  // warp-uniform: a warp's 16 rows are one token's heads
     const float inv = inv_b[r];
-    uint32_t* dst = reinterpret_cast<uint32_t*>(p.out + (row0 + r) * DC + og * (DC / 2));
+    uint4* dst = reinterpret_cast<uint4*>(p.out + (row0 + r) * DC + og * (DC / 2));
 #pragma unroll
-    for (int n = 0; n < (DC / 2) / 8; ++n)
-      dst[(8 * n + cq) / 2] = inv < 0.f ? empty : pack_bf16(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+    for (int m = 0; m < (DC / 2) / 32; ++m) {
+      uint32_t v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        v[i] = inv < 0.f ? empty : pack_bf16(o[4 * m + i][2 * h] * inv, o[4 * m + i][2 * h + 1] * inv);
+      quad_transpose(v, j);
+      dst[4 * m + j] = make_uint4(v[0], v[1], v[2], v[3]);
+    }
   }
 }
 #endif
@@ -759,6 +809,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
 #define KA_MLAP_BOUNDS __launch_bounds__(NT)
 #endif
 __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
+  trace_at(threadIdx.x == 0, 0, true);
 #if KA_MMA
   KA_DYN_SMEM(smem_raw);
   unsigned char* const smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);  // the swizzled tiles
@@ -1125,6 +1176,8 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
     fence_proxy_async();
     __syncthreads();
   }
+  trace_at(tid == 0, 1);
+  trace_count(tid == 0, ntiles);
 
   if (wg == 0) {
     setmaxnreg_inc<REGS_S>();
@@ -1188,6 +1241,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
       }
     }
     // ── epilogue: 1/l and the lse per row ──
+    trace_at(tid == 0, 2);
     row_stats(p, st, inv_smem, row0, nq, r0, lane);
     cta_bar();  // 1/l ready
     setmaxnreg_dec<REGS_LAUNCH>();
@@ -1212,6 +1266,7 @@ __device__ __forceinline__ void tile_wgmma3(const Params& p, unsigned char* smem
     }
     cta_bar();  // 1/l ready
     write_o_rows(p, o, inv_smem, row0, nq, og, r0, r1, cq);
+    trace_at(tid == 128, 3);
     setmaxnreg_inc<REGS_LAUNCH>();
   }
 }
@@ -1431,6 +1486,8 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
     fence_proxy_async();
     __syncthreads();
   }
+  trace_at(tid == 0, 1);
+  trace_count(tid == 0, G);
 
   if (wg == 0) {
     uint32_t qf[KSC][4];
@@ -1485,6 +1542,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
         }
       }
     }
+    trace_at(tid == 0, 2);
     {
       const Item pv = item_at(n - 1);
       row_stats(p, st, inv_smem + ((n - 1) & 1) * M, static_cast<int64_t>(pv.rowtok) * H, pv.nq, r0, lane);
@@ -1527,6 +1585,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
     }
     cta_bar();  // F
     write_o(n - 1);
+    trace_at(tid == 128, 3);
   }
 }
 #endif
@@ -1782,5 +1841,8 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   if (KA_PERSIST != 0 && ctas > static_cast<int64_t>(g_sms) * g_occ) ctas = static_cast<int64_t>(g_sms) * g_occ;
   if (WG3P && ctas * MAXI < tiles) ctas = (tiles + MAXI - 1) / MAXI;  // a CTA's item list holds MAXI
   if (!g_regs_ok) return;  // a build whose setmaxnreg split cannot hold: outputs left unwritten, not a hang
+#ifdef KA_TRACE
+  ka_trace::set_grid(ctas);
+#endif
   KA_LAUNCH(mla_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NT), KERNEL_SMEM, p);
 }

@@ -1,0 +1,54 @@
+// kernelarc/trace.h — per-CTA timestamps for diagnostic builds of KernelArc's CUDA families. A
+// family includes it only under -DKA_TRACE (bench/attention_selftest.py --trace adds the define;
+// such a build is never a candidate, and exported solutions never include this header).
+//
+// Each CTA of the last launch gets one record of kTraceSlots values:
+//   [2e], [2e+1]  event e (0..3): %globaltimer ns (comparable across SMs) and %clock64 cycles
+//                 (precise within one SM). The convention the summary reads: 0 entry, 1 the first
+//                 tile's data ready, 2 the last tile's data ready (or the loop's end), 3 exit.
+//   [8]           the SM, written with event 0
+//   [9]           the CTA's tile count (ka_trace::count)
+// The caller picks the thread that records (one per CTA and event). The host side records the
+// grid of the launch (ka_trace::set_grid) and ka_trace_read copies the records out.
+#pragma once
+#ifdef KA_TRACE
+#include <cuda_runtime.h>
+
+namespace ka_trace {
+constexpr int kCtas = 16384, kSlots = 10;
+__device__ unsigned long long g_trace[kCtas * kSlots];
+inline int g_grid = 0;  // CTAs of the last launch (host)
+
+// Event e of this CTA, from the calling thread. first: clear the record and note the SM (event 0).
+__device__ __forceinline__ void at(int event, bool first = false) {
+  if (blockIdx.x >= kCtas) return;
+  unsigned long long gt, ck;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
+  unsigned long long* r = g_trace + static_cast<size_t>(blockIdx.x) * kSlots;
+  if (first) {
+    for (int i = 0; i < kSlots; ++i) r[i] = 0;
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    r[8] = sm;
+  }
+  r[2 * event] = gt;
+  r[2 * event + 1] = ck;
+}
+__device__ __forceinline__ void count(int n) {
+  if (blockIdx.x < kCtas) g_trace[static_cast<size_t>(blockIdx.x) * kSlots + 9] = static_cast<unsigned long long>(n);
+}
+inline void set_grid(long long grid) { g_grid = static_cast<int>(grid); }
+}  // namespace ka_trace
+
+// The last launch's per-CTA records (kSlots each), at most max_ctas of them, after the launch has
+// finished; returns how many were copied. (Defined here: include this header in one file of a build.)
+extern "C" __attribute__((visibility("default"))) int ka_trace_read(unsigned long long* dst, int max_ctas) {
+  int n = ka_trace::g_grid < max_ctas ? ka_trace::g_grid : max_ctas;
+  if (n > ka_trace::kCtas) n = ka_trace::kCtas;
+  cudaDeviceSynchronize();
+  if (n <= 0 || cudaMemcpyFromSymbol(dst, ka_trace::g_trace, sizeof(unsigned long long) * ka_trace::kSlots * n) != cudaSuccess)
+    return 0;
+  return n;
+}
+#endif
