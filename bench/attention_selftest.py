@@ -26,10 +26,10 @@ reference code by SOL-ExecBench's rule, and (cuda mode) times them.
                L2-flushed calls (CUDA events) and the effective KV bandwidth (each KV byte once);
                prefill: achieved TFLOP/s counting only the unmasked scores.
 
-  --trace      (cuda, gqa decode and mla prefill, with --time) builds with -DKA_TRACE and adds to each
-               timed workload where one call's time goes: per-CTA entry / first data / last data /
-               exit times (span, spread of the CTAs' exits, first-data latency, loop and loop per key
-               tile, tail, SM busy fraction, gaps between the CTAs of one SM).
+  --trace      (cuda, both decode families and mla prefill, with --time) builds with -DKA_TRACE
+               and adds to each timed workload where one call's time goes: per-CTA entry / first
+               data / last data / exit times (span, spread of the CTAs' exits, first-data latency,
+               loop and loop per key tile, tail, SM busy fraction, gaps between the CTAs of an SM).
 
 Points: --points seeds (the family.json seeds, what a campaign times first), --points default (decode: one representative per structural knob combination and per split
 mode, and one per (WARPS, TILE, STAGES) of gqa_decode's HEADS=0; prefill: one per (WARPS, tile[, QTOK]) with the other knobs cycled over their domains, and
@@ -682,7 +682,7 @@ def main():
     ap.add_argument("--sms", default="3,8", help="emu: SM counts to emulate (comma list)")
     ap.add_argument("--time", action="store_true", help="cuda: time the workloads")
     ap.add_argument("--trace", action="store_true",
-                    help="cuda, gqa decode and mla prefill: build with -DKA_TRACE and add per-CTA timings of one call to "
+                    help="cuda, both decode families and mla prefill: build with -DKA_TRACE and add per-CTA timings of one call to "
                          "each timed workload (where the time goes: span, entry/exit spread, first-data latency, loop, "
                          "tail, SM busy fraction, gaps; see trace_call)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)

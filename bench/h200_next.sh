@@ -16,11 +16,13 @@
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
-# Default order (STEPS): mla_ab gemm_m16294 camp019_oracle camp019 camp016 gemm_diag (what is left
-# after 2026-12-05 15:11: issue 6 line 3 on 019 and 016, issue 5 line 2's M 16294 lead). With the
-# reference timings borrowed from bench/h200-sol-cache.tgz (ce4a63f) 018's and 019's oracles take
-# ~95 s, so an `_oracle` step usually makes the problem's whole run and marks its second step done;
-# gqa_ab, camp018 and camp014 remain available by name.
+# Default order (STEPS): camp019_oracle camp019 camp016 dec_trace camp014_oracle camp014 (what is
+# left after 2026-12-05 17:07: issue 6's judge runs with the 16-byte output stores of 9f37686, on an
+# H200 when one comes; where 018's decode time goes). Issue 5 has ended (blocked): the GEMM steps
+# stay available by name. With the reference timings borrowed from bench/h200-sol-cache.tgz
+# (ce4a63f; H200 only, the key names the GPU) 018's and 019's oracles take ~95 s, so an `_oracle`
+# step usually makes the problem's whole run and marks its second step done; on an H100 nothing is
+# borrowed and 019's oracle needs most of a call.
 # Steps (seconds reserved; the campaign steps use what is left of the call, up to their cap):
 #   mla_ab     (300) issue 6 line 3: the MLA prefill seed (WARPS 12, PERSIST 0) against the item
 #              stream (PERSIST 1, ORDER 1 and 2) on 019's five large workloads that the self-test
@@ -33,6 +35,11 @@
 #              warpgroup (EPI_BUFS=4: p24-p27) and the cluster points after the CTA-scope stage
 #              release (p12, p17, p23, p27), the new points checked first on every shape; then ncu
 #              (full set) on cuBLAS's kernel and p24 at N 5120, K 2048, M 16294
+#   epi_ab     (330) the 16-byte output stores (9f37686) against OLD's 4-byte ones, MLA seed, item
+#              stream and GQA seed (first run 2026-12-05 16:49: 0.89-0.93x the time)
+#   mla_trace  (160) KA_TRACE of the MLA prefill seed and item stream on 74202b1d and fe63f292
+#   dec_trace  (210) KA_TRACE of both decode seeds on 018's and 012's smallest and largest > 32 MB
+#              workloads (never run)
 #   gqa_ab     (300) issue 6 line 3: the GQA prefill seed (its first run since the half last key
 #              tile, b4c33de) against itself with two Q buffers (QBUFS=2) and with the item change
 #              overlapped too (XITEM=1), both first runs, on 016's and 014's > 50 GFLOP workloads
@@ -50,7 +57,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"mla_ab gemm_m16294 camp019_oracle camp019 camp016 gemm_diag"}
+STEPS=${STEPS:-"camp019_oracle camp019 camp016 dec_trace camp014_oracle camp014"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
@@ -98,6 +105,18 @@ step_mla_trace() {
     --jsonl "$D/trace.jsonl" >"$D/trace.txt" 2>&1
   echo "exit $?" >>"$D/trace.txt"
   { echo "== mla_trace"; grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-900; } >>"$SUM"
+}
+
+# Where a decode call's time goes (KA_TRACE builds of both decode families' seeds): 018's smallest
+# and largest > 32 MB workloads (35 and 87 MB at 48-61 us: a ~40 us cost that does not grow with
+# the KV, never located) and 012's (34 and 126 MB).
+step_dec_trace() {
+  local D=$FINAL/dec_trace
+  mkdir -p "$D"
+  timeout -k 10 200 python3 bench/attention_selftest.py --mode cuda --family both --points seeds --cases workloads \
+    --only "${TRACE_ONLY:-7e083fc8,5bef8d88,d0698b8f,7a7fc288}" --time --trace --jsonl "$D/trace.jsonl" >"$D/trace.txt" 2>&1
+  echo "exit $?" >>"$D/trace.txt"
+  { echo "== dec_trace"; grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-900; } >>"$SUM"
 }
 
 step_gqa_ab() {
@@ -227,6 +246,7 @@ need() {
     mla_ab) echo 300 ;;
     epi_ab) echo 330 ;;
     mla_trace) echo 160 ;;
+    dec_trace) echo 210 ;;
     gemm_diag) echo 100 ;;
     gemm_m16294) echo 150 ;;
     gqa_ab) echo 300 ;;

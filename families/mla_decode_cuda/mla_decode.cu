@@ -63,6 +63,9 @@
 #include <cuda_runtime.h>
 #endif
 #include <kernelarc/abi.h>
+#ifdef KA_TRACE
+#include <kernelarc/trace.h>  // diagnostic builds only (see trace_at)
+#endif
 
 #include <climits>
 #include <cstdint>
@@ -333,6 +336,22 @@ __device__ __forceinline__ void merge_rows(const Params& p, int b, int h0, int h
 }
 
 // One CTA per (sequence, head): merges the partials of a split sequence.
+// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/attention_selftest.py --trace
+// adds -DKA_TRACE; kernelarc/trace.h): thread 0 of each CTA records when it entered, when its first
+// and its last tile had landed, and when it left (after its partials, its outputs and any fused
+// merge), with its SM and tile count. Where a decode call's time goes besides reading the KV rows.
+#ifdef KA_TRACE
+__device__ __forceinline__ void trace_at(int event, bool first = false) {
+  if (threadIdx.x == 0) ka_trace::at(event, first);
+}
+__device__ __forceinline__ void trace_tiles(int n) {
+  if (threadIdx.x == 0) ka_trace::count(n);
+}
+#else
+__device__ __forceinline__ void trace_at(int, bool = false) {}
+__device__ __forceinline__ void trace_tiles(int) {}
+#endif
+
 __global__ void __launch_bounds__(128) mla_merge_kernel(Params p) {
   const int b = blockIdx.x / H, h = blockIdx.x % H;
   const int s = __ldg(p.indptr + b), e = __ldg(p.indptr + b + 1);
@@ -342,6 +361,7 @@ __global__ void __launch_bounds__(128) mla_merge_kernel(Params p) {
 
 #if !KA_MMA
 __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
+  trace_at(0, true);
   KA_DYN_SMEM(smem);
   unsigned char* const stages = smem;
   float4* const sx = reinterpret_cast<float4*>(smem + STAGES * STAGE_BYTES);  // [W][NTT][32]
@@ -362,6 +382,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     ce = imin(cs + p.chunk, p.N);
   }
   const int ntiles = (ce - cs + T - 1) / T;
+  trace_tiles(ntiles);
 
   // Loads: thread tid copies ckv chunk (tid % CCH) of rows tid/CCH + i*RPP, and the kpe chunk of
   // the same index when tid % CCH < PCH; a warp covers 512 contiguous bytes of a row.
@@ -659,6 +680,8 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   for (int t = 0; t < ntiles && have; ++t) {
     cp_async_wait_n<STAGES - 2>();
     __syncthreads();  // tile t landed for every thread; every warp is done with tile t-1
+    if (t == 0) trace_at(1);
+    if (t == ntiles - 1) trace_at(2);
     {
       const int u = t + STAGES - 1;
       if (u < ntiles) {
@@ -680,6 +703,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     }
   }
   cp_async_wait_n<0>();
+  trace_at(3);
 }
 #endif  // !KA_MMA
 
@@ -725,6 +749,7 @@ __host__ __device__ constexpr int sw_off(int r, int c, int rows) {
 }
 
 __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
+  trace_at(0, true);
   KA_DYN_SMEM(smem_raw);
   unsigned char* const smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
   unsigned char* const stages = smem;
@@ -749,6 +774,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     ce = imin(cs + p.chunk, p.N);
   }
   const int ntiles = (ce - cs + T - 1) / T;
+  trace_tiles(ntiles);
 
   // Loads: as MMA=0 (thread tid copies ckv chunk tid % CCH of rows tid/CCH + i*RPP, and kpe chunk
   // tid % CCH of the same rows when tid % CCH < PCH), each chunk to its swizzled place.
@@ -1067,6 +1093,8 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     cp_async_wait_n<STAGES - 2>();
     fence_proxy_async();  // this thread's landed copies (generic proxy), before the wgmmas read them
     __syncthreads();      // tile t landed for every thread; every warpgroup is done with tile t-1
+    if (t == 0) trace_at(1);
+    if (t == ntiles - 1) trace_at(2);
     {
       const int u = t + STAGES - 1;
       if (u < ntiles) {
@@ -1088,6 +1116,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     }
   }
   cp_async_wait_n<0>();
+  trace_at(3);
 }
 #endif  // KA_MMA
 
@@ -1183,6 +1212,9 @@ inline void launch(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const
       }
     }
   }
+#ifdef KA_TRACE
+  ka_trace::set_grid(grid);
+#endif
   KA_LAUNCH(mla_decode_kernel, dim3(static_cast<unsigned>(grid)), dim3(NT), KERNEL_SMEM, p);
   if (split && p.nchunks > 1 && !KA_FUSED_MERGE)
     KA_LAUNCH(mla_merge_kernel, dim3(static_cast<unsigned>(B * H)), dim3(128), 0, p);
