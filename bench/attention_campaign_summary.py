@@ -9,7 +9,7 @@ leaderboard, as bench/gemm_campaign_summary.py reads it), and for it
     (a read-only stream, e.g. bench/gather_bw.cu's sequential read);
   - prefill: on the workloads with more than 50 GFLOP of unmasked work (only the visible query-key
     pairs), the achieved TFLOP/s and its share of --dense-tflops (default 760, the H200's measured
-    bf16 dense rate);
+    bf16 dense rate; bench/h200_campaign.sh passes what bench/copy_bandwidth.py measured in the run);
   - against the reference: the workloads where the best is not faster than PyTorch eager
     (reference_us) or, when the campaign ran with --time-compile, torch.compile (compile_us). A
     campaign run without --time-compile (the compiled references of these problems take minutes to

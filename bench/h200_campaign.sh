@@ -11,7 +11,8 @@
 # `kernelarc calibrate`; PROBS="026_rmsnorm_h7168 ..." picks (and orders) the problems; OPT_ARGS
 # adds options to `kernelarc optimize` (e.g. "--no-sol --agents library,exploiter"). GEMM problems
 # (names with _gemm_) also get bench/gemm_campaign_summary.py (issue 5's figures), the attention
-# problems 012/014/016/018/019 bench/attention_campaign_summary.py (issue 6's; READ_TB_S adds a
+# problems 012/014/016/018/019 bench/attention_campaign_summary.py (issue 6's, against the copy
+# bandwidth and bf16 dense rate bench/copy_bandwidth.py measures in the run; READ_TB_S adds a
 # read-only bandwidth to compare decode with; torch.compile timings missing from the campaign, i.e.
 # without --time-compile in OPT_ARGS, come from the committed sol cache bench/h200-sol-cache.tgz). PER_PROBLEM_S=T
 # runs one `optimize` per problem (same store) with `--time-limit T` (no new candidates after T
@@ -34,6 +35,7 @@ BUDGET=${BUDGET:-10}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
 python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
 COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])" 2>/dev/null || echo nan)
+DENSE=$(python3 -c "import json;print(round(json.load(open('$OUT/copy.json'))['bf16_dense_tflops'], 1))" 2>/dev/null || echo "")
 [[ ${CALIBRATE:-1} == 1 ]] && { $K calibrate >"$OUT/calibrate.txt" 2>&1 || true; }
 [[ -n ${RESUME:-} ]] && cp -r "$RESUME" "$OUT/camp"
 # The reference timings `sol` measured on an H200 (bench/h200-sol-cache.tgz's oracle-timings) stand in
@@ -72,7 +74,7 @@ done
 python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
 [[ " ${probs[*]}" == *_gemm_* ]] && python3 bench/gemm_campaign_summary.py "$OUT/camp" >>"$OUT/summary_campaign.txt" 2>&1
 [[ " ${probs[*]}" =~ /01[24689]_ ]] && python3 bench/attention_campaign_summary.py "$OUT/camp" --copy-tb-s "$COPY" \
-  ${READ_TB_S:+--read-tb-s $READ_TB_S} --sol-cache bench/h200-sol-cache.tgz >>"$OUT/summary_campaign.txt" 2>&1
+  ${READ_TB_S:+--read-tb-s $READ_TB_S} ${DENSE:+--dense-tflops $DENSE} --sol-cache bench/h200-sol-cache.tgz >>"$OUT/summary_campaign.txt" 2>&1
 # The store and the per-problem outputs travel back in the archive (the device tool returns files at
 # most two folders down); a campaign cut short by the time limit is resumed by the same command.
 if [[ ${TORCH:-0} == 1 ]]; then
