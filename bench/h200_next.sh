@@ -16,9 +16,9 @@
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
-# Default order (STEPS): camp019_oracle camp019 camp016 dec_trace camp014_oracle camp014 (what is
-# left after 2026-12-05 17:07: issue 6's judge runs with the 16-byte output stores of 9f37686, on an
-# H200 when one comes; where 018's decode time goes). Issue 5 has ended (blocked): the GEMM steps
+# Default order (STEPS): dec_ab camp019_oracle camp019 camp016 camp014_oracle camp014 (what is left
+# after 2026-12-05 17:15: 018's decode loop with two tiles in flight; issue 6's judge runs with the
+# 16-byte output stores of 9f37686, on an H200 when one comes). Issue 5 has ended (blocked): the GEMM steps
 # stay available by name. With the reference timings borrowed from bench/h200-sol-cache.tgz
 # (ce4a63f; H200 only, the key names the GPU) 018's and 019's oracles take ~95 s, so an `_oracle`
 # step usually makes the problem's whole run and marks its second step done; on an H100 nothing is
@@ -39,7 +39,9 @@
 #              stream and GQA seed (first run 2026-12-05 16:49: 0.89-0.93x the time)
 #   mla_trace  (160) KA_TRACE of the MLA prefill seed and item stream on 74202b1d and fe63f292
 #   dec_trace  (210) KA_TRACE of both decode seeds on 018's and 012's smallest and largest > 32 MB
-#              workloads (never run)
+#              workloads (first run 2026-12-05 17:12 on an H100, bench/RESULTS.md)
+#   dec_ab     (250) 018's decode: the seed against EARLY=1 (never run) and FUSED_MERGE=0, on the
+#              twelve > 32 MB workloads, then traces of the EARLY points
 #   gqa_ab     (300) issue 6 line 3: the GQA prefill seed (its first run since the half last key
 #              tile, b4c33de) against itself with two Q buffers (QBUFS=2) and with the item change
 #              overlapped too (XITEM=1), both first runs, on 016's and 014's > 50 GFLOP workloads
@@ -57,7 +59,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"camp019_oracle camp019 camp016 dec_trace camp014_oracle camp014"}
+STEPS=${STEPS:-"dec_ab camp019_oracle camp019 camp016 camp014_oracle camp014"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
@@ -117,6 +119,30 @@ step_dec_trace() {
     --only "${TRACE_ONLY:-7e083fc8,5bef8d88,d0698b8f,7a7fc288}" --time --trace --jsonl "$D/trace.jsonl" >"$D/trace.txt" 2>&1
   echo "exit $?" >>"$D/trace.txt"
   { echo "== dec_trace"; grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-900; } >>"$SUM"
+}
+
+# 018's decode loop: the seed against EARLY=1 (two tiles in flight during the wait) and the merge as
+# a second kernel (FUSED_MERGE=0, the second seed), each and together, on 018's > 32 MB workloads
+# (self-test timing, one process), then a trace of the fastest-looking pair on two of them.
+step_dec_ab() {
+  local seed=WARPS=8,TILE=64,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0,L2_PREFETCH=0,MMA=1,EARLY=0 D=$FINAL/dec_ab
+  local pts=("$seed" "${seed/EARLY=0/EARLY=1}" "${seed/FUSED_MERGE=1/FUSED_MERGE=0}" "${seed/FUSED_MERGE=1,NO_SPLIT_BELOW=0,L2_PREFETCH=0,MMA=1,EARLY=0/FUSED_MERGE=0,NO_SPLIT_BELOW=0,L2_PREFETCH=0,MMA=1,EARLY=1}")
+  local args=() k
+  for k in "${pts[@]}"; do args+=(--knobs "$k"); done
+  mkdir -p "$D"
+  timeout -k 10 150 python3 bench/attention_selftest.py --mode cuda --family mla --cases workloads \
+    --only "${DEC_ONLY:-7e083fc8,60b29b12,b018a35e,86a0eb47,80797c3d,f4367b30,b15c7099,65082ffb,d771f51c,939f995a,1c3743b9,5bef8d88}" \
+    --time "${args[@]}" --jsonl "$D/ab.jsonl" >"$D/ab.txt" 2>&1
+  echo "exit $?" >>"$D/ab.txt"
+  timeout -k 10 80 python3 bench/attention_selftest.py --mode cuda --family mla --cases workloads --only 7e083fc8,5bef8d88 \
+    --time --trace --knobs "${pts[1]}" --knobs "${pts[3]}" --jsonl "$D/trace.jsonl" >"$D/trace.txt" 2>&1
+  echo "exit $?" >>"$D/trace.txt"
+  {
+    echo "== dec_ab"
+    grep -E 'checks|FAIL|exit|valid' "$D/ab.txt" | head -8
+    python3 bench/ab_summary.py "$D/ab.jsonl" 2>&1 | tail -30
+    grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-900
+  } >>"$SUM"
 }
 
 step_gqa_ab() {
@@ -250,6 +276,7 @@ need() {
     epi_ab) echo 330 ;;
     mla_trace) echo 160 ;;
     dec_trace) echo 210 ;;
+    dec_ab) echo 250 ;;
     gemm_diag) echo 100 ;;
     gemm_m16294) echo 150 ;;
     gqa_ab) echo 300 ;;

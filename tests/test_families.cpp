@@ -715,7 +715,8 @@ TEST(FamiliesDev, GqaPrefillMmaPoints) {
 // mla_decode_cuda's MMA knob on 018: the mma.sync space is what it was before the knob (238
 // points), and the wgmma points (MMA=1) are the 64-token tiles (one wgmma M per warpgroup) in 2
 // stages (a stage is 72 KB and Q stays in shared memory, so a third does not fit) with one or two
-// warpgroups, over every value of the split-KV knobs (34 combinations each).
+// warpgroups, over every value of the split-KV knobs (34 combinations each), and with two
+// warpgroups both load orders (EARLY: with one warpgroup its registers spill).
 TEST(FamiliesDev, MlaDecodeMmaPoints) {
   const char* name = "018_mla_paged_decode_h16_ckv512_kpe64_ps1";
   if (!fs::exists(dev_problem(name))) GTEST_SKIP() << "no dev problems";
@@ -735,10 +736,19 @@ TEST(FamiliesDev, MlaDecodeMmaPoints) {
   }
   EXPECT_EQ(sync, 238u);  // the mma.sync space as it was before the knob
   EXPECT_EQ(wg1, 34u);
-  EXPECT_EQ(wg2, 34u);
+  EXPECT_EQ(wg2, 68u);
   Knobs k{{"WARPS", 8}, {"TILE", 64}, {"STAGES", 2}, {"SPLIT_TOKENS", 4096}, {"WAVES", 1},
-          {"FUSED_MERGE", 1}, {"NO_SPLIT_BELOW", 0}, {"L2_PREFETCH", 0}, {"MMA", 1}};
+          {"FUSED_MERGE", 1}, {"NO_SPLIT_BELOW", 0}, {"L2_PREFETCH", 0}, {"MMA", 1}, {"EARLY", 0}};
   EXPECT_TRUE(f.valid(k, p));
+  k["EARLY"] = 1;
+  EXPECT_TRUE(f.valid(k, p));
+  k["WARPS"] = 4;
+  EXPECT_FALSE(f.valid(k, p));  // one warpgroup: its registers spill
+  k["WARPS"] = 8;
+  k["MMA"] = 0;
+  EXPECT_FALSE(f.valid(k, p));  // EARLY is the wgmma loop's
+  k["MMA"] = 1;
+  k["EARLY"] = 0;
   k["STAGES"] = 3;
   EXPECT_FALSE(f.valid(k, p));  // Q + 3 x 72 KB stages do not fit
   k["STAGES"] = 2;
@@ -751,21 +761,25 @@ TEST(FamiliesDev, MlaDecodeMmaPoints) {
   EXPECT_FALSE(f.valid(k, p));  // the mma.sync path's O fragments at 4 warps x 64 tokens: too many registers
 }
 
-// Both wgmma schedules of mla_decode_cuda (one and two warpgroups) compile for sm_90a with the
-// judge's nvcc flags without spills, warnings or ptxas performance notes (serialized wgmma), and
-// an MMA=1 point still compiles for sm_80 (its device code traps there). Skipped without nvcc.
+// Both wgmma schedules of mla_decode_cuda (one and two warpgroups; and EARLY's load order) compile
+// for sm_90a with the judge's nvcc flags without spills, warnings or ptxas performance notes
+// (serialized wgmma), and an MMA=1 point still compiles for sm_80 (its device code traps there).
+// Skipped without nvcc.
 TEST(FamiliesDev, MlaDecodeWgmmaCompilesWithNvcc) {
   LOAD_DEV(p, "018_mla_paged_decode_h16_ckv512_kpe64_ps1");
   const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
   if (!fs::exists(nvcc)) GTEST_SKIP() << "no nvcc";
   const Family& f = shipped("mla_decode_cuda");
   const Knobs base{{"WARPS", 8}, {"TILE", 64}, {"STAGES", 2}, {"SPLIT_TOKENS", 4096}, {"WAVES", 1},
-                   {"FUSED_MERGE", 1}, {"NO_SPLIT_BELOW", 0}, {"L2_PREFETCH", 0}, {"MMA", 1}};
+                   {"FUSED_MERGE", 1}, {"NO_SPLIT_BELOW", 0}, {"L2_PREFETCH", 0}, {"MMA", 1}, {"EARLY", 0}};
   Knobs one = base;
   one["WARPS"] = 4;
+  Knobs early = base;
+  early["EARLY"] = 1;
   const std::vector<std::pair<Knobs, std::string>> cases{
       {base, "-gencode=arch=compute_90a,code=sm_90a"},
       {one, "-gencode=arch=compute_90a,code=sm_90a"},
+      {early, "-gencode=arch=compute_90a,code=sm_90a"},
       {base, "-gencode=arch=compute_80,code=sm_80"},
   };
   for (const auto& [k, arch] : cases) {

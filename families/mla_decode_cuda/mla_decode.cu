@@ -34,6 +34,15 @@
 //                            prefetch-size hint, so the first 16-byte copy of a row brings the 256
 //                            aligned bytes around it into L2 in one request (a page-size-1 gather
 //                            reads 256-byte pieces of rows at random pages)
+//            KA_EARLY        MMA=1 with WARPS 8 only (one warpgroup's registers spill). 0: a
+//                            tile's loads are issued once the tile before it has landed (its
+//                            page indices ride in that tile's copy group), so with 2 stages the
+//                            waited tile is the only one in flight. 1: they are issued
+//                            as soon as their stage is free (a CTA barrier after the last reads
+//                            of the tile before), before waiting for the current tile, with the
+//                            page indices read into registers a tile ahead: two tiles in flight
+//                            during the wait (the 018 trace of 2026-12-05 found the loop waiting
+//                            for its data: 2.7-3.5 us per 73 KB tile); one CTA barrier more a tile
 //            KA_MMA          0: mma.sync m16n8k16 with the 16 heads as the M rows (above; any
 //                            sm_80+ GPU). 1: Hopper wgmma (sm_90a), swap-AB: the 64 tokens of a
 //                            tile are the wgmma M, S^T = K·Q^T and O^T += V^T·P^T with m64n16k16
@@ -72,7 +81,8 @@
 
 #if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_WARPS) || \
     !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||              \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_MMA)
+    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_MMA) || \
+    !defined(KA_EARLY)
 #error "mla_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 #if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
@@ -794,12 +804,14 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     for (int i = 0; i < NR; ++i)
       r.page[i] = i * RPP < r.left ? clamp_page(__ldg(p.indices + cs + tile * T + lrow + i * RPP)) : 0;
   };
+#if !KA_EARLY  // (EARLY reads the page indices into registers a tile ahead instead of the ring)
   auto ring_idx = [&](int tile, Rows& r) {
     const int* slot = idx_ring + (tile % STAGES) * T + lrow;
     r.left = ce_load - (cs + tile * T + lrow);
 #pragma unroll
     for (int i = 0; i < NR; ++i) r.page[i] = clamp_page(slot[i * RPP]);
   };
+#endif
   auto prefetch_idx = [&](int tile) {
     if (tid < T && tile * T < ce - cs) {
       const int pos = cs + tile * T + tid;
@@ -1089,7 +1101,24 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   };
 
   bool have = advance(cur_b);
+#if KA_EARLY
+  load_idx(STAGES - 1, rows);  // the pages of the first tile the loop issues, a tile ahead
+#endif
   for (int t = 0; t < ntiles && have; ++t) {
+#if KA_EARLY
+    __syncthreads();  // every warpgroup is done with tile t-1: its stage takes tile t+STAGES-1 now
+    {
+      const int u = t + STAGES - 1;
+      if (u < ntiles) issue(u % STAGES, rows);
+      cp_async_commit();
+      load_idx(u + 1, rows);  // (used at the next tile: its latency hides behind this one)
+    }
+    cp_async_wait_n<STAGES - 1>();  // tile t landed (this thread's copies); tile u may be in flight
+    fence_proxy_async();  // this thread's landed copies (generic proxy), before the wgmmas read them
+    __syncthreads();      // tile t landed for every thread
+    if (t == 0) trace_at(1);
+    if (t == ntiles - 1) trace_at(2);
+#else
     cp_async_wait_n<STAGES - 2>();
     fence_proxy_async();  // this thread's landed copies (generic proxy), before the wgmmas read them
     __syncthreads();      // tile t landed for every thread; every warpgroup is done with tile t-1
@@ -1104,6 +1133,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
       prefetch_idx(u + STAGES - 1);
       cp_async_commit();
     }
+#endif
     const int ts = cs + t * T, te = imin(ts + T, ce);
     const int stage = t % STAGES;
     while (true) {
