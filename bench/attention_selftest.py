@@ -452,7 +452,8 @@ def prefill_cases(fam_key, rng):
     """(qo_lens, kv_lens) per case, small enough for the emulator: qo_len = 1, qo_len = kv_len,
     qo_len < kv_len, qo_len > kv_len (rows that see no key), kv_len = 0 and qo_len = 0 sequences,
     sequences shorter than a tile, lengths at tile boundaries (8/16 query tokens, 32/64/128 keys),
-    many unequal sequences, and q/kv rows before qo_indptr[0] / kv_indptr[0]."""
+    many unequal sequences, more sequences than a warp scans at once, and q/kv rows before
+    qo_indptr[0] / kv_indptr[0]."""
     many_q = [rng.randint(0, 6) for _ in range(12)]
     many_kv = [q + rng.randint(0, 20) for q in many_q]
     cases = [
@@ -477,6 +478,11 @@ def prefill_cases(fam_key, rng):
     # first tile.
     out.append({"name": "ramp_scores", "qlens": [6, 40], "kvlens": [300, 90], "qlead": 0, "kvlead": 0,
                 "k_ramp": 0.05, "scale_mult": 4.0})
+    # More sequences than a warp (the kernels find a tile's sequence by a warp scan, 32 at a time),
+    # some empty, with rows before qo_indptr[0].
+    mq = [(0 if i % 7 == 3 else 1 + (i * 5) % 6) for i in range(40)]
+    out.append({"name": "seqs_40", "qlens": mq, "kvlens": [q + (i * 3) % 9 for i, q in enumerate(mq)],
+                "qlead": 2, "kvlead": 1})
     return out
 
 

@@ -721,19 +721,9 @@ __device__ __forceinline__ bool map_tile(const Params& p, const int* ord, int t,
 struct Item {
   int k0, kl, delta, i0, nq, rowtok, kv_hi, nomask;
 };
-// Tile `tile` of sequence b (-1: the leading rows) in natural order (tokens QT * tile on); item_of
-// takes the tile number in work order (ORDER >= 1: the sequence's last, heaviest, tile first).
-__device__ __forceinline__ Item item_natural(const Params& p, int b, int tile) {
-  int q0, ql, k0 = 0, kl = 0;
-  if (b < 0) {
-    q0 = 0;
-    ql = __ldg(p.qo_indptr);
-  } else {
-    q0 = __ldg(p.qo_indptr + b);
-    ql = __ldg(p.qo_indptr + b + 1) - q0;
-    k0 = __ldg(p.kv_indptr + b);
-    kl = imax(__ldg(p.kv_indptr + b + 1) - k0, 0);
-  }
+// Tile `tile` (tokens QT * tile on, natural order) of a sequence whose query start q0 and length ql
+// and key start k0 and length kl are already read.
+__device__ __forceinline__ Item item_geometry(int q0, int ql, int k0, int kl, int tile) {
   Item it;
   it.k0 = k0;
   it.kl = kl;
@@ -745,12 +735,68 @@ __device__ __forceinline__ Item item_natural(const Params& p, int b, int tile) {
   it.nomask = imin(kl, imax(it.i0 + it.delta + 1, 0)) / T;
   return it;
 }
+// Tile `tile` of sequence b (-1: the leading rows) in natural order; item_of takes the tile number
+// in work order (ORDER >= 1: the sequence's last, heaviest, tile first).
+__device__ __forceinline__ Item item_natural(const Params& p, int b, int tile) {
+  if (b < 0) return item_geometry(0, __ldg(p.qo_indptr), 0, 0, tile);
+  const int q0 = __ldg(p.qo_indptr + b), k0 = __ldg(p.kv_indptr + b);
+  return item_geometry(q0, __ldg(p.qo_indptr + b + 1) - q0, k0, imax(__ldg(p.kv_indptr + b + 1) - k0, 0), tile);
+}
 __device__ __forceinline__ Item item_of(const Params& p, int b, int tile) {
   if (KA_ORDER >= 1 && b >= 0) {
     const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
     tile = ceil_div_i(ql, QT) - 1 - tile;
   }
   return item_natural(p, b, tile);
+}
+// map_tile and item_of in one round trip of index reads (what a CTA of PERSIST 0 waits for before
+// its first loads): each lane reads its sequence's query and key bounds together (and qo_indptr[0]
+// beside them, not before), the warp scans the tile counts, and the lane that holds tile t's
+// sequence hands its bounds over by shuffles. Warp-uniform; false when t is past the last tile.
+__device__ __forceinline__ bool map_item(const Params& p, const int* ord, int t, int lane, Item& it) {
+  const int lead = __ldg(p.qo_indptr);
+  int rem = t;
+  for (int base = 0; base < imax(p.B, 1); base += 32) {
+    const int j = base + lane;
+    const bool in = j < p.B;
+    const int b = in ? (ord ? ord[j] : j) : 0;
+    int q0 = 0, q1 = 0, k0 = 0, k1 = 0;
+    if (in) {
+      q0 = __ldg(p.qo_indptr + b);
+      q1 = __ldg(p.qo_indptr + b + 1);
+      k0 = __ldg(p.kv_indptr + b);
+      k1 = __ldg(p.kv_indptr + b + 1);
+    }
+    if (base == 0) {  // the leading rows before qo_indptr[0] come first
+      const int lead_tiles = lead > 0 ? ceil_div_i(lead, QT) : 0;
+      if (t < lead_tiles) {
+        it = item_geometry(0, lead, 0, 0, t);
+        return true;
+      }
+      rem = t - lead_tiles;
+      if (p.B <= 0) return false;
+    }
+    const int ql = q1 - q0;
+    const int n = ql > 0 ? ceil_div_i(ql, QT) : 0;
+    int incl = n;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
+      if (lane >= d) incl += o;
+    }
+    const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
+    if (bal) {
+      const int src = __popc((bal & (~bal + 1u)) - 1u);
+      int tile = rem - __shfl_sync(0xffffffffu, incl - n, src);
+      const int sq0 = __shfl_sync(0xffffffffu, q0, src), sql = __shfl_sync(0xffffffffu, ql, src);
+      const int sk0 = __shfl_sync(0xffffffffu, k0, src), sk1 = __shfl_sync(0xffffffffu, k1, src);
+      if (KA_ORDER >= 1) tile = ceil_div_i(sql, QT) - 1 - tile;  // as item_of
+      it = item_geometry(sq0, sql, sk0, imax(sk1 - sk0, 0), tile);
+      return true;
+    }
+    rem -= __shfl_sync(0xffffffffu, incl, 31);
+  }
+  return false;
 }
 // The rows of an item that sees no key (threads first, first + stride, ...): out 0 where the reference
 // skips them (no key in the sequence, or KA_MASKED_ROW_ZERO), NaN where its softmax of an all -inf
@@ -795,7 +841,7 @@ __device__ __forceinline__ bool advance(const Params& p, const int* ord, Cursor&
   return false;
 }
 
-__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile);
+__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, const Item& it);
 #if KA_MMA && KA_WARPS == 12 && KA_PERSIST == 1
 __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* smem, const int* ord);
 #endif
@@ -853,9 +899,9 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
     }
   }
   if constexpr (KA_PERSIST == 0) {
-    int b, tile;
-    if (!map_tile(p, ord, blockIdx.x, lane, b, tile)) return;  // CTA-uniform
-    do_tile(p, smem, b, tile);
+    Item it;
+    if (!map_item(p, ord, static_cast<int>(blockIdx.x), lane, it)) return;  // CTA-uniform
+    do_tile(p, smem, it);
   } else if constexpr (WG3P) {
 #if KA_MMA && KA_WARPS == 12 && KA_PERSIST == 1
     stream_wgmma3(p, smem, ord);
@@ -866,7 +912,7 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
       int b, tile;
       if (!advance(p, ord, cur, w, b, tile)) break;  // CTA-uniform
       __syncthreads();  // the previous item's readers of shared memory are done
-      do_tile(p, smem, b, tile);
+      do_tile(p, smem, item_of(p, b, tile));
     }
   }
 }
@@ -1590,7 +1636,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
 }
 #endif
 
-__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, int b, int tile) {
+__device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, const Item& it) {
   unsigned char* const stages = smem;
   unsigned char* const q_smem = stages + STAGES * STAGE_BYTES;
   float* const s_smem = reinterpret_cast<float*>(q_smem + Q_BYTES);
@@ -1598,7 +1644,6 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   float* const alpha_smem = reinterpret_cast<float*>(p_smem + P_BYTES);
   float* const inv_smem = alpha_smem + M;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const Item it = item_of(p, b, tile);
   const int k0 = it.k0, kl = it.kl, delta = it.delta, i0 = it.i0, nq = it.nq, kv_hi = it.kv_hi;
   const int64_t row0 = static_cast<int64_t>(it.rowtok) * H;  // output row of CTA row 0 (token-major)
   if (kv_hi <= 0) {
