@@ -4,7 +4,8 @@
 # between calls only while the machine stays warm). Run it from the repo root on the H200, after
 # these steps here:
 #   scripts/device-pack.sh                 # .dev (kernelarc, its libraries) and .data/problems
-#   WORK=$PWD/.dev/gemm BUILD_ONLY=1 SKINNY_LABELS='^none$' bash bench/h200_gemm_family.sh
+#   mkdir -p .data/old && git archive f766fa6 families | tar x -C .data/old   # map_ab's baseline
+#   WORK=$PWD/.dev/gemm BUILD_ONLY=1 SKINNY_LABELS='^none$' bash bench/h200_gemm_family.sh  # GEMM steps only
 # and carry [".dev", ".data"]. Each call runs the steps not yet done, in STEPS order, while the next
 # one fits in what is left of DEADLINE (seconds, default 570); a step's done-marker lives in STATE
 # (default /tmp/ka-next), so the next call on the warm machine goes on where this one stopped (on a
@@ -16,9 +17,10 @@
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
-# Default order (STEPS): dec_ab camp019_oracle camp019 camp016 camp014_oracle camp014 (what is left
-# after 2026-12-05 17:15: 018's decode loop with two tiles in flight; issue 6's judge runs with the
-# 16-byte output stores of 9f37686, on an H200 when one comes). Issue 5 has ended (blocked): the GEMM steps
+# Default order (STEPS): dec_ab map_ab camp019_oracle camp019 camp016 camp014_oracle camp014 (what
+# is left after 2026-12-05 17:15: 018's decode loop with two tiles in flight; the MLA prefill tile
+# lookup in one round trip; issue 6's judge runs with the 16-byte output stores of 9f37686, on an
+# H200 when one comes). Issue 5 has ended (blocked): the GEMM steps
 # stay available by name. With the reference timings borrowed from bench/h200-sol-cache.tgz
 # (ce4a63f; H200 only, the key names the GPU) 018's and 019's oracles take ~95 s, so an `_oracle`
 # step usually makes the problem's whole run and marks its second step done; on an H100 nothing is
@@ -42,6 +44,8 @@
 #              workloads (first run 2026-12-05 17:12 on an H100, bench/RESULTS.md)
 #   dec_ab     (250) 018's decode: the seed against EARLY=1 (never run) and FUSED_MERGE=0, on the
 #              twelve > 32 MB workloads, then traces of the EARLY points
+#   map_ab     (180) the MLA prefill seed with map_item (ce42851, never run) against f766fa6's in
+#              .data/old (see the step)
 #   gqa_ab     (300) issue 6 line 3: the GQA prefill seed (its first run since the half last key
 #              tile, b4c33de) against itself with two Q buffers (QBUFS=2) and with the item change
 #              overlapped too (XITEM=1), both first runs, on 016's and 014's > 50 GFLOP workloads
@@ -59,7 +63,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"dec_ab camp019_oracle camp019 camp016 camp014_oracle camp014"}
+STEPS=${STEPS:-"dec_ab map_ab camp019_oracle camp019 camp016 camp014_oracle camp014"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
@@ -95,6 +99,17 @@ step_epi_ab() {
   OUT=$FINAL/epi_ab OLD=${OLD:-.data/old} GQA_BOTH="$gqa" GQA_NEW="" MLA_BOTH="$mla ${mla/ORDER=1,PERSIST=0/ORDER=2,PERSIST=1}" \
     MLA_NEW="" STEP_S=${STEP_S:-200} bash bench/h200_prefill_ab.sh >"$STATE/epi_ab.out" 2>&1
   grep -vE '^(no |$)' "$STATE/epi_ab.out" | tail -32 >>"$SUM"
+}
+
+# The MLA prefill seed's one-round-trip tile lookup (map_item, ce42851) against OLD's (.data/old:
+# `mkdir -p .data/old && git archive f766fa6 families | tar x -C .data/old` here, before packing),
+# on 019's five large workloads.
+step_map_ab() {
+  local mla=QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=1,PERSIST=0,MMA=1,SAHEAD=0
+  [[ -d ${OLD:-.data/old}/families ]] || { say "map_ab: no ${OLD:-.data/old}/families (see the step's comment)"; return 1; }
+  OUT=$FINAL/map_ab OLD=${OLD:-.data/old} GQA_BOTH="" GQA_NEW="" MLA_BOTH="$mla" MLA_NEW="" STEP_S=${STEP_S:-200} \
+    bash bench/h200_prefill_ab.sh >"$STATE/map_ab.out" 2>&1
+  grep -vE '^(no |$)' "$STATE/map_ab.out" | tail -20 >>"$SUM"
 }
 
 # Where an MLA prefill CTA's time goes (KA_TRACE build, bench/attention_selftest.py --trace): the
@@ -277,6 +292,7 @@ need() {
     mla_trace) echo 160 ;;
     dec_trace) echo 210 ;;
     dec_ab) echo 250 ;;
+    map_ab) echo 180 ;;
     gemm_diag) echo 100 ;;
     gemm_m16294) echo 150 ;;
     gqa_ab) echo 300 ;;
