@@ -667,27 +667,36 @@ __device__ __forceinline__ float seq_cost(int ql, int kl) {
   return 0.5f * static_cast<float>(kl + vlo) * static_cast<float>(kl - vlo + 1) + static_cast<float>(ql);
 }
 
+// One step of a warp's search for rank rem: lane i holds a count n; finds the first lane src whose
+// running total passes rem and the rank within it (true), or takes the 32 counts off rem (false).
+// Warp-uniform; every lane gets the result.
+__device__ __forceinline__ bool warp_find(int n, int lane, int& rem, int& src, int& within) {
+  int incl = n;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
+    if (lane >= d) incl += o;
+  }
+  const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
+  if (bal) {
+    src = __popc((bal & (~bal + 1u)) - 1u);
+    within = rem - __shfl_sync(0xffffffffu, incl - n, src);
+    return true;
+  }
+  rem -= __shfl_sync(0xffffffffu, incl, 31);
+  return false;
+}
 // The warp's search for rank rem among positions i = 0 .. B-1 holding cnt(i) each: i and the rank
 // within it (false when rem is past them all). Warp-uniform; every lane gets the result.
 template <typename Cnt>
 __device__ __forceinline__ bool warp_rank(int B, int lane, int rem, Cnt&& cnt, int& b_out, int& r_out) {
   for (int base = 0; base < B; base += 32) {
     const int b = base + lane;
-    const int n = b < B ? cnt(b) : 0;
-    int incl = n;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
-      if (lane >= d) incl += o;
-    }
-    const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
-    if (bal) {
-      const int src = __popc((bal & (~bal + 1u)) - 1u);
+    int src;
+    if (warp_find(b < B ? cnt(b) : 0, lane, rem, src, r_out)) {
       b_out = base + src;
-      r_out = rem - __shfl_sync(0xffffffffu, incl - n, src);
       return true;
     }
-    rem -= __shfl_sync(0xffffffffu, incl, 31);
   }
   return false;
 }
@@ -777,24 +786,14 @@ __device__ __forceinline__ bool map_item(const Params& p, const int* ord, int t,
       if (p.B <= 0) return false;
     }
     const int ql = q1 - q0;
-    const int n = ql > 0 ? ceil_div_i(ql, QT) : 0;
-    int incl = n;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int o = __shfl_sync(0xffffffffu, incl, (lane - d) & 31);
-      if (lane >= d) incl += o;
-    }
-    const unsigned bal = __ballot_sync(0xffffffffu, incl > rem);
-    if (bal) {
-      const int src = __popc((bal & (~bal + 1u)) - 1u);
-      int tile = rem - __shfl_sync(0xffffffffu, incl - n, src);
+    int src, tile;
+    if (warp_find(ql > 0 ? ceil_div_i(ql, QT) : 0, lane, rem, src, tile)) {
       const int sq0 = __shfl_sync(0xffffffffu, q0, src), sql = __shfl_sync(0xffffffffu, ql, src);
       const int sk0 = __shfl_sync(0xffffffffu, k0, src), sk1 = __shfl_sync(0xffffffffu, k1, src);
       if (KA_ORDER >= 1) tile = ceil_div_i(sql, QT) - 1 - tile;  // as item_of
       it = item_geometry(sq0, sql, sk0, imax(sk1 - sk0, 0), tile);
       return true;
     }
-    rem -= __shfl_sync(0xffffffffu, incl, 31);
   }
   return false;
 }
