@@ -766,7 +766,9 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   unsigned char* const qs = smem + W_Q_OFF;
   float* const red = reinterpret_cast<float*>(smem + W_RED_OFF);  // [3][NWG][4][H]
   int* const flag = reinterpret_cast<int*>(smem + W_FLAG_OFF);
-  int* const idx_ring = reinterpret_cast<int*>(smem + W_IDX_OFF);  // [STAGES][T]
+#if !KA_EARLY
+  int* const idx_ring = reinterpret_cast<int*>(smem + W_IDX_OFF);  // [STAGES][T] (EARLY: unused)
+#endif
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wg = warp >> 2, wq = warp & 3, wtid = tid & 127;
@@ -811,7 +813,6 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
 #pragma unroll
     for (int i = 0; i < NR; ++i) r.page[i] = clamp_page(slot[i * RPP]);
   };
-#endif
   auto prefetch_idx = [&](int tile) {
     if (tid < T && tile * T < ce - cs) {
       const int pos = cs + tile * T + tid;
@@ -819,6 +820,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
       cp_async_4(smem_u32(idx_ring + (tile % STAGES) * T + tid), p.indices + (ok ? pos : 0), ok ? 4 : 0);
     }
   };
+#endif
   auto issue = [&](int stage, const Rows& r) {
     const uint32_t st = smem_u32(stages + stage * WSTAGE);
 #pragma unroll
@@ -840,7 +842,9 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < ntiles) issue(s, pre[s]);
+#if !KA_EARLY
       prefetch_idx(s + STAGES - 1);
+#endif
       cp_async_commit();
     }
   }

@@ -262,7 +262,6 @@ inline void fence_operands(X (&)[R][C]) {}
 #else
 #define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
-
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -700,29 +699,6 @@ __device__ __forceinline__ bool warp_rank(int B, int lane, int rem, Cnt&& cnt, i
   }
   return false;
 }
-// Maps tile number t to (sequence, local tile) by a warp scan over per-sequence tile counts in the
-// order ord (identity when ord is null). Sequence -1 is the leading rows before qo_indptr[0].
-// Warp-uniform; every lane gets the result. Returns false when t is past the last tile.
-__device__ __forceinline__ bool map_tile(const Params& p, const int* ord, int t, int lane, int& b_out, int& tile_out) {
-  const int lead = __ldg(p.qo_indptr);
-  const int lead_tiles = lead > 0 ? ceil_div_i(lead, QT) : 0;
-  if (t < lead_tiles) {
-    b_out = -1;
-    tile_out = t;
-    return true;
-  }
-  auto seq = [&](int i) { return ord ? ord[i] : i; };
-  int i;
-  if (!warp_rank(p.B, lane, t - lead_tiles, [&](int j) {
-        const int b = seq(j);
-        const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
-        return ql > 0 ? ceil_div_i(ql, QT) : 0;
-      }, i, tile_out))
-    return false;
-  b_out = seq(i);
-  return true;
-}
-
 // A query tile (an item: up to QT tokens of one sequence, or of the leading rows when b < 0) and what
 // its computation needs: keys k0 .. k0+kl-1 of the page table, query i sees keys j <= i + delta, the
 // tile's tokens i0 .. i0+nq-1 (output rows from token rowtok on), keys below kv_hi seen by any of them
@@ -758,10 +734,12 @@ __device__ __forceinline__ Item item_of(const Params& p, int b, int tile) {
   }
   return item_natural(p, b, tile);
 }
-// map_tile and item_of in one round trip of index reads (what a CTA of PERSIST 0 waits for before
-// its first loads): each lane reads its sequence's query and key bounds together (and qo_indptr[0]
-// beside them, not before), the warp scans the tile counts, and the lane that holds tile t's
-// sequence hands its bounds over by shuffles. Warp-uniform; false when t is past the last tile.
+// Query tile t in work order (the leading rows before qo_indptr[0] first, then the sequences in the
+// order ord, identity when null; within a sequence as item_of) and its Item, in one round trip of
+// index reads (what a CTA of PERSIST 0 waits for before its first loads): each lane reads its
+// sequence's query and key bounds together (and qo_indptr[0] beside them, not before), the warp
+// scans the tile counts, and the lane that holds tile t's sequence hands its bounds over by
+// shuffles. Warp-uniform; false when t is past the last tile.
 __device__ __forceinline__ bool map_item(const Params& p, const int* ord, int t, int lane, Item& it) {
   const int lead = __ldg(p.qo_indptr);
   int rem = t;
@@ -1459,14 +1437,13 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
   // ── the item list: warp i decodes candidates i, i + W, ... (fills the empty ones), thread 0
   // compacts the others in order. ORDER 2: candidate r is position r * G + (r even ? c : G - 1 - c)
   // of the order by key tiles (tile_count_suffix, its counts in stage 0 before any load); ORDER 0/1
-  // (or a launch past its counts' room): tile blockIdx.x + r * gridDim.x of map_tile's order. ──
+  // (or a launch past its counts' room): tile blockIdx.x + r * gridDim.x of map_item's order. ──
   const int G_ = static_cast<int>(gridDim.x), c_ = static_cast<int>(blockIdx.x);
   int* const suf = reinterpret_cast<int*>(stages);
   const int vmax = KA_ORDER == 2 ? tile_count_suffix(p, suf, WG_STAGE_BYTES / 4, meta) : -1;
   const int total = vmax >= 0 ? suf[0] : p.tiles;
   const int cand = imin(vmax >= 0 ? ceil_div_i(total, G_) : total > c_ ? ceil_div_i(total - c_, G_) : 0, MAXI);
   for (int i = warp; i < cand; i += W) {
-    int b, tile;
     Item it{};
     if (vmax >= 0) {
       const int pos = i * G_ + ((i & 1) ? G_ - 1 - c_ : c_);
@@ -1474,8 +1451,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
         it = item_at_rank(p, suf, vmax, pos, lane);
         if (it.kv_hi <= 0) fill_empty(p, it, lane, 32);
       }
-    } else if (map_tile(p, ord, c_ + i * G_, lane, b, tile)) {
-      it = item_of(p, b, tile);
+    } else if (map_item(p, ord, c_ + i * G_, lane, it)) {
       if (it.kv_hi <= 0) fill_empty(p, it, lane, 32);
     } else {
       it.kv_hi = 0;  // past the last tile
