@@ -109,7 +109,7 @@ def main():
             print(f"  decode, {len(figs)} workloads with > 32 MB of KV:")
             for bw, wl, mb, t in figs:
                 read = f", {100 * bw / a.read_tb_s:.0f}% of read {a.read_tb_s}" if a.read_tb_s else ""
-                print(f"    {wl}: {mb:8.1f} MB in {t:9.1f} us = {bw:.2f} TB/s = {100 * bw / a.copy_tb_s:.0f}% of copy {a.copy_tb_s}{read}")
+                print(f"    {wl}: {mb:8.1f} MB in {t:9.1f} us = {bw:.2f} TB/s = {100 * bw / a.copy_tb_s:.0f}% of copy {a.copy_tb_s:.2f}{read}")
         else:
             figs.sort()
             print(f"  prefill, {len(figs)} workloads with > 50 GFLOP unmasked:")

@@ -17,11 +17,11 @@
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
-# Default order (STEPS): dec_ab map_ab camp019_oracle camp019 camp016 camp014_oracle camp014 (what
-# is left after 2026-12-05 17:15: 018's decode loop with two tiles in flight; the MLA prefill tile
-# lookup in one round trip; issue 6's judge runs with the 16-byte output stores of 9f37686, on an
-# H200 when one comes). Issue 5 has ended (blocked): the GEMM steps
-# stay available by name. With the reference timings borrowed from bench/h200-sol-cache.tgz
+# Default order (STEPS): raf dec_trace (what is left after 2026-12-05 19:53, when all five attention
+# problems ran under the judge on an H200: the plain-read ceiling of the decode sizes under the
+# judge's flush, then where the decode time goes). The campaign steps rerun issue 6's judge runs by
+# name (camp012, camp014(_oracle), camp016, camp018(_oracle), camp019(_oracle)). Issue 5 has ended
+# (blocked): the GEMM steps stay available by name. With the reference timings borrowed from bench/h200-sol-cache.tgz
 # (ce4a63f; H200 only, the key names the GPU) 018's and 019's oracles take ~95 s, so an `_oracle`
 # step usually makes the problem's whole run and marks its second step done; on an H100 nothing is
 # borrowed and 019's oracle needs most of a call.
@@ -42,10 +42,13 @@
 #   mla_trace  (160) KA_TRACE of the MLA prefill seed and item stream on 74202b1d and fe63f292
 #   dec_trace  (210) KA_TRACE of both decode seeds on 018's and 012's smallest and largest > 32 MB
 #              workloads (first run 2026-12-05 17:12 on an H100, bench/RESULTS.md)
-#   dec_ab     (250) 018's decode: the seed against EARLY=1 (never run) and FUSED_MERGE=0, on the
-#              twelve > 32 MB workloads, then traces of the EARLY points
-#   map_ab     (180) the MLA prefill seed with map_item (ce42851, never run) against f766fa6's in
-#              .data/old (see the step)
+#   dec_ab     (250) 018's decode: the seed against EARLY=1 and FUSED_MERGE=0, on the twelve > 32
+#              MB workloads, then traces of the EARLY points (first run 2026-12-05 19:33, H200:
+#              EARLY 1.10-1.16x the time, FUSED_MERGE=0 0.92x)
+#   map_ab     (180) the MLA prefill seed with map_item (ce42851) against f766fa6's in .data/old
+#              (first run 2026-12-05 19:34, H200: 1.017x the time, bench/RESULTS.md)
+#   raf        (190) bench/read_after_flush.py at 012's and 018's > 32 MB KV sizes (never run)
+#   camp012    (300) issue 6 lines 1, 2, 4 on 012 (BUDGET 6)
 #   gqa_ab     (300) issue 6 line 3: the GQA prefill seed (its first run since the half last key
 #              tile, b4c33de) against itself with two Q buffers (QBUFS=2) and with the item change
 #              overlapped too (XITEM=1), both first runs, on 016's and 014's > 50 GFLOP workloads
@@ -63,7 +66,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"dec_ab map_ab camp019_oracle camp019 camp016 camp014_oracle camp014"}
+STEPS=${STEPS:-"raf dec_trace"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
@@ -158,6 +161,18 @@ step_dec_ab() {
     python3 bench/ab_summary.py "$D/ab.jsonl" 2>&1 | tail -30
     grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-900
   } >>"$SUM"
+}
+
+# raf: the fastest plain read of each decode size under the judge's flush (bench/read_after_flush.py):
+# the ceiling issue 6's line 2 is read against, besides the 4 GiB copy rate.
+step_raf() {
+  local D=$FINAL/raf
+  mkdir -p "$D"
+  timeout -k 10 170 python3 bench/read_after_flush.py --json "$D/raf.jsonl" \
+    --sizes-mb 16,33.9,35.4,39.1,42.8,46.5,51.7,55.3,59.0,62.7,66.4,71.8,79.2,86.6,94.8,103.7,112.6,126.0,256,1024 \
+    >"$D/raf.txt" 2>&1
+  echo "exit $?" >>"$D/raf.txt"
+  { echo "== raf"; grep -v Warning "$D/raf.txt" | tail -24; } >>"$SUM"
 }
 
 step_gqa_ab() {
@@ -284,6 +299,7 @@ step_camp019_oracle() { campaign 019_mla_paged_prefill_causal_h16_ckv512_kpe64_p
 step_camp019() { campaign 019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1 camp019 4 450 ""; }
 step_camp014_oracle() { campaign 014_gqa_paged_prefill_causal_h32_kv4_d128_ps1 camp014o 6 300 $(( $(left) - 90 )); }
 step_camp014() { campaign 014_gqa_paged_prefill_causal_h32_kv4_d128_ps1 camp014 6 300 ""; }
+step_camp012() { campaign 012_gqa_paged_decode_h32_kv4_d128_ps1 camp012 6 300 $(( $(left) - 60 )); }
 
 need() {
   case $1 in
@@ -297,6 +313,8 @@ need() {
     gemm_m16294) echo 150 ;;
     gqa_ab) echo 300 ;;
     camp016) echo 260 ;;
+    camp012) echo 300 ;;
+    raf) echo 190 ;;
     *_oracle) echo 400 ;;  # its sets stay made when ORACLE_S ends it: the next step goes on from them
     *) echo 540 ;;
   esac
