@@ -6,7 +6,10 @@ leaderboard, as bench/gemm_campaign_summary.py reads it), and for it
   - decode: on the workloads with more than 32 MB of KV (each KV byte counted once: tokens in the
     page table x KV width), the achieved TB/s and its share of the measured HBM bandwidth given as
     --copy-tb-s (a device copy, what bench/copy_bandwidth.py measures) and, if given, --read-tb-s
-    (a read-only stream, e.g. bench/gather_bw.cu's sequential read);
+    (a read-only stream, e.g. bench/gather_bw.cu's sequential read); with --read-after-flush (the
+    JSON lines of bench/read_after_flush.py, measured on the same GPU) also the time a plain read of
+    the same bytes takes right after the judge's L2 flush (interpolated between the measured sizes):
+    the ceiling the timing protocol leaves at that size, whatever the kernel;
   - prefill: on the workloads with more than 50 GFLOP of unmasked work (only the visible query-key
     pairs), the achieved TFLOP/s and its share of --dense-tflops (default 760, the H200's measured
     bf16 dense rate; bench/h200_campaign.sh passes what bench/copy_bandwidth.py measured in the run);
@@ -21,7 +24,7 @@ leaderboard, as bench/gemm_campaign_summary.py reads it), and for it
     counts their compile timings as the campaign's.
 KV sizes and FLOPs come from the workloads' page tables (bench/attention_selftest.py's readers).
 Usage: attention_campaign_summary.py CAMPAIGN_DIR --copy-tb-s X [--read-tb-s Y] [--dense-tflops 760]
-                                     [--sol-cache bench/h200-sol-cache.tgz]"""
+                                     [--sol-cache bench/h200-sol-cache.tgz] [--read-after-flush FILE]"""
 import argparse
 import json
 import os
@@ -50,6 +53,16 @@ def sol_cache_compile_us(path):
 KINDS = {"012_": "gqa", "018_": "mla", "014_": "gqa_prefill", "016_": "gqa_prefill", "019_": "mla_prefill"}
 
 
+def read_after_flush_us(rows, mb):
+    """A plain read's device time (us) for mb MB right after the judge's flush, linear between the two
+    nearest measured sizes of bench/read_after_flush.py's rows; None outside the measured range."""
+    pts = sorted((r["mb"], r["read_zero_us"]) for r in rows)
+    for (m0, t0), (m1, t1) in zip(pts, pts[1:]):
+        if m0 <= mb <= m1:
+            return t0 if m1 == m0 else t0 + (t1 - t0) * (mb - m0) / (m1 - m0)
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("campaign", help="campaign folder (campaign.db, per-problem leaderboard.json)")
@@ -57,7 +70,10 @@ def main():
     ap.add_argument("--read-tb-s", type=float)
     ap.add_argument("--dense-tflops", type=float, default=760.0)
     ap.add_argument("--sol-cache", help="sol cache archive whose torch.compile timings stand in where the campaign has none")
+    ap.add_argument("--read-after-flush", help="bench/read_after_flush.py's JSON lines (same GPU): per decode workload, "
+                    "the time a plain read of its KV bytes takes after the judge's flush")
     a = ap.parse_args()
+    raf = [json.loads(l) for l in open(a.read_after_flush) if l.strip()] if a.read_after_flush else []
     cached = sol_cache_compile_us(a.sol_cache) if a.sol_cache else {}
     db = sqlite3.connect(os.path.join(a.campaign, "campaign.db"))
     probs = [p for (p,) in db.execute("SELECT DISTINCT problem FROM candidates ORDER BY problem")]
@@ -109,6 +125,10 @@ def main():
             print(f"  decode, {len(figs)} workloads with > 32 MB of KV:")
             for bw, wl, mb, t in figs:
                 read = f", {100 * bw / a.read_tb_s:.0f}% of read {a.read_tb_s}" if a.read_tb_s else ""
+                floor = read_after_flush_us(raf, mb) if raf else None
+                if floor:
+                    read += (f"; a plain read of these bytes after the flush: {floor:.1f} us = "
+                             f"{100 * mb * 1e6 / (floor * 1e-6) / 1e12 / a.copy_tb_s:.0f}% of copy")
                 print(f"    {wl}: {mb:8.1f} MB in {t:9.1f} us = {bw:.2f} TB/s = {100 * bw / a.copy_tb_s:.0f}% of copy {a.copy_tb_s:.2f}{read}")
         else:
             figs.sort()

@@ -13,7 +13,8 @@
 # (names with _gemm_) also get bench/gemm_campaign_summary.py (issue 5's figures), the attention
 # problems 012/014/016/018/019 bench/attention_campaign_summary.py (issue 6's, against the copy
 # bandwidth and bf16 dense rate bench/copy_bandwidth.py measures in the run; READ_TB_S adds a
-# read-only bandwidth to compare decode with; torch.compile timings missing from the campaign, i.e.
+# read-only bandwidth to compare decode with, RAF (bench/read_after_flush.py's JSON lines) the time a
+# plain read of each decode workload's KV bytes takes after the judge's flush; torch.compile timings missing from the campaign, i.e.
 # without --time-compile in OPT_ARGS, come from the committed sol cache bench/h200-sol-cache.tgz). PER_PROBLEM_S=T
 # runs one `optimize` per problem (same store) with `--time-limit T` (no new candidates after T
 # seconds; those in flight and the piecewise candidate are still judged), killed by SIGTERM only
@@ -74,7 +75,7 @@ done
 python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
 [[ " ${probs[*]}" == *_gemm_* ]] && python3 bench/gemm_campaign_summary.py "$OUT/camp" >>"$OUT/summary_campaign.txt" 2>&1
 [[ " ${probs[*]}" =~ /01[24689]_ ]] && python3 bench/attention_campaign_summary.py "$OUT/camp" --copy-tb-s "$COPY" \
-  ${READ_TB_S:+--read-tb-s $READ_TB_S} ${DENSE:+--dense-tflops $DENSE} --sol-cache bench/h200-sol-cache.tgz >>"$OUT/summary_campaign.txt" 2>&1
+  ${READ_TB_S:+--read-tb-s $READ_TB_S} ${RAF:+--read-after-flush $RAF} ${DENSE:+--dense-tflops $DENSE} --sol-cache bench/h200-sol-cache.tgz >>"$OUT/summary_campaign.txt" 2>&1
 # The store and the per-problem outputs travel back in the archive (the device tool returns files at
 # most two folders down); a campaign cut short by the time limit is resumed by the same command.
 if [[ ${TORCH:-0} == 1 ]]; then

@@ -280,7 +280,10 @@ campaign() {
   # READ_TB_S: the H200's measured sequential read rate (bench/gather_bw.cu); none for another GPU.
   local rd=${READ_TB_S-}
   [[ -z $rd && $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null) == *H200* ]] && rd=3.54
-  OUT=$FINAL/$tag CALIBRATE=0 READ_TB_S=$rd COMPOSE_S=${COMPOSE_S:-50} DRAIN_S=${DRAIN_S:-50} \
+  # RAF: the raf step's plain-read times of this call (same GPU), when it ran.
+  local raf=""
+  [[ -s $FINAL/raf/raf.jsonl ]] && raf=$FINAL/raf/raf.jsonl
+  OUT=$FINAL/$tag CALIBRATE=0 READ_TB_S=$rd RAF=$raf COMPOSE_S=${COMPOSE_S:-50} DRAIN_S=${DRAIN_S:-50} \
     PROBS=$prob BUDGET=$budget PER_PROBLEM_S=$pps OPT_TIMEOUT=$t ORACLE_S=${oracle:-${ORACLE_S:-}} \
     OPT_ARGS="$OPT_ARGS_ATT${fams:+ --families $fams}" bash bench/h200_campaign.sh >"$STATE/$tag.out" 2>&1
   tail -40 "$STATE/$tag.out" >>"$SUM"
