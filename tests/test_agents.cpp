@@ -254,11 +254,25 @@ TEST(Agents, ExplorerStartsFromTheFamiliesSeeds) {
   // Then space filling: nothing proposed twice.
   EXPECT_NE(t.proposals[2].knobs, t.proposals[0].knobs);
   EXPECT_NE(t.proposals[3].knobs, t.proposals[1].knobs);
-  // The other agents do not take the seeds.
-  Synth u;
-  u.fam.seeds = s.fam.seeds;
-  auto e = make_agent("exploiter", 4);
-  EXPECT_NE(e->propose(u.ctx)->knobs, (Knobs{{"A", 1}, {"B", 64}, {"C", 0}}));
+}
+
+TEST(Agents, AgentsWithNothingToGoOnTakeTheSeedsNotInFlight) {
+  const Knobs first{{"A", 1}, {"B", 64}, {"C", 0}}, second{{"A", 3}, {"B", 8}, {"C", 2}};
+  for (const char* name : {"exploiter", "modeler", "transfer"}) {
+    SCOPED_TRACE(name);
+    Synth s;
+    s.fam.seeds = {{first, "measured elsewhere"}, {second, "measured elsewhere"}};
+    // Nothing observed yet: the first seed, as the explorer would start.
+    EXPECT_EQ(make_agent(name, 4)->propose(s.ctx)->knobs, first);
+    // The first seed in flight (another agent's proposal, still being judged): the second.
+    s.ctx.in_flight.emplace_back("synth", first);
+    EXPECT_EQ(make_agent(name, 4)->propose(s.ctx)->knobs, second);
+    // Both in flight: neither again.
+    s.ctx.in_flight.emplace_back("synth", second);
+    const Knobs k = make_agent(name, 4)->propose(s.ctx)->knobs;
+    EXPECT_NE(k, first);
+    EXPECT_NE(k, second);
+  }
 }
 
 TEST(Agents, TransferStartsFromAnotherProblemsBestConfig) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -274,4 +275,32 @@ TEST(Campaign, CandidateIdentityIgnoresTheProposingAgent) {
   ka::Candidate c = f.instantiate(k, p);
   c.author = "explorer";
   EXPECT_NE(ka::candidate_hash(a), ka::candidate_hash(c));
+}
+
+// A family's seeds (points measured good elsewhere) are judged first even when the explorer gets
+// one turn: the exploiter, with nothing known yet, takes the seed that is not already in flight.
+TEST(Campaign, EverySeedIsJudgedWhenTheBudgetGivesTheExplorerOneTurn) {
+  const fs::path root = fs::path(KA_BUILD_DIR) / "test-campaign-seeds", fams = root / "families", out = root / "out";
+  fs::remove_all(root);
+  fs::create_directories(fams);
+  fs::copy(kRoot / "families" / "rmsnorm_host", fams / "rmsnorm_host");
+  auto fj = nlohmann::json::parse(ka::read_text(fams / "rmsnorm_host" / "family.json"));
+  const nlohmann::json s1 = {{"CHUNK", 4}, {"UNROLL", 8}, {"ACC", 0}, {"WORKERS", 1}};
+  const nlohmann::json s2 = {{"CHUNK", 16}, {"UNROLL", 2}, {"ACC", 1}, {"WORKERS", 2}};
+  fj["seeds"] = {{{"knobs", s1}, {"why", "test"}}, {{"knobs", s2}, {"why", "test"}}};
+  ka::write_atomic(fams / "rmsnorm_host" / "family.json", fj.dump(1));
+  std::vector<std::string> cmd = optimize_cmd(out, 2);
+  for (const char* a : {"--families", "", "--agents", "explorer,exploiter", "--no-compose"}) cmd.push_back(a);
+  cmd[cmd.size() - 4] = fams.string();
+  auto r = ka::run_command(cmd, std::chrono::minutes(10), env(fs::path(KA_BUILD_DIR) / "test-cache"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::path problem_dir;
+  for (const auto& d : fs::directory_iterator(out))
+    if (d.is_directory()) problem_dir = d.path();
+  std::map<std::string, nlohmann::json> by_agent;
+  for (const auto& row : nlohmann::json::parse(ka::read_text(problem_dir / "leaderboard.json")))
+    by_agent[row["agent"].get<std::string>()] = row["knobs"];
+  ASSERT_EQ(by_agent.size(), 2u) << r.output;
+  EXPECT_EQ(by_agent["explorer"], s1);
+  EXPECT_EQ(by_agent["exploiter"], s2);
 }

@@ -64,6 +64,9 @@ struct AgentContext {
   // axis, --no-compose not given), else "": a point that is the fastest on some workloads is then
   // worth refining even when its geometric mean over all of them is poor (range winners).
   std::string piecewise_axis;
+  // Points other agents proposed for this problem that are still being judged (family, knobs), so
+  // that an agent does not propose the same point while it is in flight; empty with --sharing none.
+  std::vector<std::pair<std::string, Knobs>> in_flight;
   std::filesystem::path record_dir;          // the campaign's folder for this problem ("" in tests
                                              // that do not give one): where an agent records what
                                              // it needs to replay its proposals (library: lt_enum.json)

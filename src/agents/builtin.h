@@ -17,7 +17,8 @@ class Explorer : public SearchAgent {
 
 // exploiter: local search. Around the best known point (its observations and the digest's
 // best_config findings for this problem and device), the unseen points of the fewest knob steps:
-// one step first, then wider. With nothing known yet, `start` (a random point). When the engine
+// one step first, then wider. With nothing known yet, a family seed not yet taken (by it or, in
+// flight, by another agent), else a random point. When the engine
 // will compose a piecewise candidate, every other step is around a range winner (a point fastest
 // on some workloads; its own observations' or a range-scoped best_config), in rotation.
 class Exploiter : public SearchAgent {
@@ -31,8 +32,9 @@ class Exploiter : public SearchAgent {
 
 // modeler: a surrogate of log time — an additive model (one effect per knob value, ridge-shrunk,
 // fitted by backfitting; failures count as slower than anything seen) corrected by the residuals of
-// the nearest observed points — proposes the unseen point with the best prediction. Random points
-// until it has a few passed observations, and one in ten afterwards.
+// the nearest observed points — proposes the unseen point with the best prediction. Until it has a
+// few passed observations, the family seeds not yet taken, then random points; one random point in
+// ten afterwards.
 class Modeler : public SearchAgent {
  public:
   explicit Modeler(uint64_t seed, std::string name = "modeler") : SearchAgent(std::move(name), seed) {}

@@ -9,12 +9,8 @@ namespace ka::search {
 std::optional<size_t> Explorer::choose(const AgentContext& ctx, ProblemState& st) {
   std::vector<size_t> cand = candidates(ctx, st);
   if (cand.empty()) return std::nullopt;
-  // The families' seeds first (points measured good elsewhere, family.json), in family and file
-  // order, those valid here and not yet seen.
-  for (const Family* f : st.space->families)
-    for (const auto& seed : f->seeds)
-      if (auto i = st.space->find(f->name, seed.knobs))
-        if (std::find(cand.begin(), cand.end(), *i) != cand.end()) return *i;
+  // The families' seeds first (points measured good elsewhere), those valid here and not yet seen.
+  if (auto s = first_seed(st, cand)) return s;
   const std::vector<size_t> anchors = seen_points(st);
   if (anchors.empty()) return pick(cand);
   shuffle(cand);  // the seeded order breaks ties

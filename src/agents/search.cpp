@@ -218,6 +218,7 @@ std::vector<size_t> SearchAgent::candidates(const AgentContext& ctx, const Probl
     if (f.kind == "best_config" && f.origin.empty() && f.problem == ctx.problem->def.name && scope_device(f, ctx) &&
         f.claim.is_object() && f.claim.contains("family") && f.claim["family"].is_string())
       if (auto k = knobs_from_json(f.claim.value("knobs", json()))) measured.insert(point_key(f.claim["family"], *k));
+  for (const auto& [family, knobs] : ctx.in_flight) measured.insert(point_key(family, knobs));
   std::vector<size_t> all, alive;
   for (size_t i = 0; i < st.space->points.size(); ++i) {
     const Point& p = st.space->points[i];
@@ -226,6 +227,14 @@ std::vector<size_t> SearchAgent::candidates(const AgentContext& ctx, const Probl
     if (!in_dead_region(ctx, *st.space, p)) alive.push_back(i);
   }
   return alive.empty() ? all : alive;
+}
+
+std::optional<size_t> SearchAgent::first_seed(const ProblemState& st, const std::vector<size_t>& cand) const {
+  for (const Family* f : st.space->families)
+    for (const auto& seed : f->seeds)
+      if (auto i = st.space->find(f->name, seed.knobs))
+        if (std::find(cand.begin(), cand.end(), *i) != cand.end()) return *i;
+  return std::nullopt;
 }
 
 std::vector<Scored> SearchAgent::passed(const ProblemState& st) const {

@@ -109,8 +109,12 @@ class SearchAgent : public Agent {
 
   // Unseen points outside the dead regions of the digest (all unseen points when each lies in one),
   // in space order; best configs that this campaign published for the problem and device count as
-  // seen (they were measured).
+  // seen (they were measured), and so do the other agents' points in flight (ctx.in_flight).
   std::vector<size_t> candidates(const AgentContext& ctx, const ProblemState& st) const;
+  // The first of the families' seeds (family.json: points measured good elsewhere; family and file
+  // order) among `cand`, or nullopt: the explorer's first points, and the other agents' while they
+  // have nothing of their own to go on.
+  std::optional<size_t> first_seed(const ProblemState& st, const std::vector<size_t>& cand) const;
   // Observed passed points of the space with their score_us, best first (one entry per point).
   std::vector<Scored> passed(const ProblemState& st) const;
   // Observed points of the space that failed.

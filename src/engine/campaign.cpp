@@ -486,6 +486,9 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       ctx.record_dir = opt.out / p.def.name;
       for (const auto& f : digest)
         if (opt.sharing != "none" || f.author == agents[a]->name()) ctx.digest.push_back(f);
+      if (opt.sharing != "none")
+        for (const auto& s : q)
+          if (s.agent != a) ctx.in_flight.emplace_back(s.proposal.family, s.proposal.knobs);
       return ctx;
     };
     auto pick = [&]() -> int {
