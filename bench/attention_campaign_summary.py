@@ -53,10 +53,11 @@ def sol_cache_compile_us(path):
 KINDS = {"012_": "gqa", "018_": "mla", "014_": "gqa_prefill", "016_": "gqa_prefill", "019_": "mla_prefill"}
 
 
-def read_after_flush_us(rows, mb):
-    """A plain read's device time (us) for mb MB right after the judge's flush, linear between the two
-    nearest measured sizes of bench/read_after_flush.py's rows; None outside the measured range."""
-    pts = sorted((r["mb"], r["read_zero_us"]) for r in rows)
+def read_after_flush_us(rows, mb, key="read_zero_us"):
+    """A plain read's device time (us) for mb MB right after the judge's flush (key rows_zero_us: the
+    same bytes as random rows), linear between the two nearest measured sizes of
+    bench/read_after_flush.py's rows; None outside the measured range."""
+    pts = sorted((r["mb"], r[key]) for r in rows if r.get(key))
     for (m0, t0), (m1, t1) in zip(pts, pts[1:]):
         if m0 <= mb <= m1:
             return t0 if m1 == m0 else t0 + (t1 - t0) * (mb - m0) / (m1 - m0)
@@ -129,6 +130,10 @@ def main():
                 if floor:
                     read += (f"; a plain read of these bytes after the flush: {floor:.1f} us = "
                              f"{100 * mb * 1e6 / (floor * 1e-6) / 1e12 / a.copy_tb_s:.0f}% of copy")
+                rows_floor = read_after_flush_us(raf, mb, "rows_zero_us") if raf else None
+                if rows_floor:
+                    read += (f", as random {raf[0].get('row_bytes')}-byte rows: {rows_floor:.1f} us = "
+                             f"{100 * mb * 1e6 / (rows_floor * 1e-6) / 1e12 / a.copy_tb_s:.0f}%")
                 print(f"    {wl}: {mb:8.1f} MB in {t:9.1f} us = {bw:.2f} TB/s = {100 * bw / a.copy_tb_s:.0f}% of copy {a.copy_tb_s:.2f}{read}")
         else:
             figs.sort()

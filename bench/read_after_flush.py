@@ -17,11 +17,17 @@ CUPTI kernel records):
   read/clean  the same read after an L2 sweep by reading 2x L2 (the L2 left holding clean lines):
               the difference is the write-back of the flush's dirty lines;
   copy/zero   a device-to-device copy of N/2 bytes (N bytes moved), after the judge's flush: the
-              column bench/campaign_summary.py prints for the largest workload.
+              column bench/campaign_summary.py prints for the largest workload;
+  rows/zero   N bytes as rows of --row-bytes (default 1024: an MLA ckv row; a GQA page row of 4
+              heads x 128 x bf16, of K or of V) at random distinct places of a --pool-mb pool
+              (default 1024: 018's ckv cache holds 989 669 pages, 1.01 GB), the row numbers read from
+              an index array as a paged decode does, after the judge's flush: the ceiling of a paged
+              decode at that size, where a page is one token.
 and prints one line per size with µs, TB/s and the share of COPY_TB_S (the 4 GiB copy rate the
 campaign summaries divide by; measured here with bench/copy_bandwidth.py's method when not given).
 
 Usage: read_after_flush.py [--sizes-mb 32,48,...] [--copy-tb-s X] [--reps 30] [--json FILE]
+                           [--row-bytes 1024] [--pool-mb 1024]
 Needs a CUDA GPU with torch and triton (the device machine). No KernelArc code depends on it; its
 figures go to bench/RESULTS.md."""
 import argparse
@@ -57,6 +63,21 @@ def flush_read(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # the clean sweep (its 
     tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), acc)
 
 
+@triton.jit
+def row_gather(pool_ptr, idx_ptr, out_ptr, nrows, ROW: tl.constexpr, RB: tl.constexpr):
+    # RB rows of ROW int32 each per step, at the places idx gives (a paged-KV gather, page size 1).
+    pid = tl.program_id(0)
+    step = tl.num_programs(0) * RB
+    acc = tl.zeros([RB, ROW], dtype=tl.int32)
+    for r0 in range(pid * RB, nrows, step):
+        rows = r0 + tl.arange(0, RB)
+        ok = rows < nrows
+        ids = tl.load(idx_ptr + rows, mask=ok, other=0).to(tl.int64)
+        acc ^= tl.load(pool_ptr + ids[:, None] * ROW + tl.arange(0, ROW)[None, :], mask=ok[:, None], other=0,
+                       cache_modifier=".cg")
+    tl.store(out_ptr + pid * ROW + tl.arange(0, ROW), tl.sum(acc, axis=0))
+
+
 def device_us(run, names, reps):
     """Median device duration (µs) per call of the kernels/memcpys whose name contains one of
     `names`, over `reps` calls of run() (each call: flush, then the measured work)."""
@@ -83,6 +104,8 @@ def main():
     ap.add_argument("--copy-tb-s", type=float, default=0.0, help="copy rate to divide by (0: measure it)")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--json", default="", help="also write the rows here (JSON lines)")
+    ap.add_argument("--row-bytes", type=int, default=1024, help="bytes of one gathered row (a multiple of 64)")
+    ap.add_argument("--pool-mb", type=float, default=1024, help="the pool the rows are gathered from (MB)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("read_after_flush.py: no CUDA device")
@@ -107,7 +130,13 @@ def main():
         copy = 2 * n / statistics.median(ts) / 1e12
         del s, d
     sizes = [float(x) for x in a.sizes_mb.split(",") if x]
-    pool = torch.empty(int(max(sizes) * 1e6) + 64, dtype=torch.uint8, device="cuda").random_()
+    if a.row_bytes % 64 or a.row_bytes & (a.row_bytes - 1):
+        sys.exit("read_after_flush.py: --row-bytes must be a power of two, at least 64")
+    pool = torch.empty(int(max(sizes + [a.pool_mb]) * 1e6) + 64, dtype=torch.uint8, device="cuda").random_()
+    row32 = a.row_bytes // 4
+    pool_rows = int(a.pool_mb * 1e6) // a.row_bytes
+    perm = torch.randperm(pool_rows, device="cuda", generator=torch.Generator(device="cuda").manual_seed(1234)).to(torch.int32)
+    rows_view = pool[:pool_rows * a.row_bytes].view(torch.int32)
     shapes = [(m * sms, blk, w) for m in (2, 4, 8) for blk, w in ((2048, 4), (4096, 8))]
 
     def sweep_clean():
@@ -116,7 +145,8 @@ def main():
     print(f"device {props.name}, {sms} SMs, L2 {props.L2_cache_size / 1e6:.1f} MB; copy rate {copy:.2f} TB/s; "
           f"median of {a.reps} device times (µs) per size", flush=True)
     print(f"{'MB':>7} {'read/zero':>10} {'TB/s':>6} {'%copy':>6} {'read/clean':>11} {'TB/s':>6} {'%copy':>6} "
-          f"{'copy/zero':>10} {'TB/s':>6} {'%copy':>6}  best read shape")
+          f"{'copy/zero':>10} {'TB/s':>6} {'%copy':>6} {'rows/zero':>10} {'TB/s':>6} {'%copy':>6}  best read shape; rows of "
+          f"{a.row_bytes} B from {a.pool_mb:g} MB")
     out = open(a.json, "w") if a.json else None
     for mb in sizes:
         nbytes = int(mb * 1e6) // 16 * 16
@@ -133,14 +163,24 @@ def main():
         half = nbytes // 2
         src, dst = pool[:half], pool[half:2 * half]
         us_copy = device_us(lambda: (flush.zero_(), dst.copy_(src)), ["Memcpy", "memcpy", "copy"], a.reps)
-        tb = lambda us: nbytes / (us * 1e-6) / 1e12
+        nrows = min(nbytes // a.row_bytes, pool_rows)
+        idx = perm[:nrows].contiguous()
+        us_rows = None
+        for m, rb in ((4, 8), (8, 8), (4, 16)):
+            us = device_us(lambda: (flush.zero_(), row_gather[(m * sms,)](rows_view, idx, sink, nrows, ROW=row32, RB=rb,
+                                                                          num_warps=8)), ["row_gather"], a.reps)
+            us_rows = us if us_rows is None else min(us_rows, us)
+        tb = lambda us, n=nbytes: n / (us * 1e-6) / 1e12
+        rb_bytes = nrows * a.row_bytes
         print(f"{mb:7.1f} {us_zero:10.2f} {tb(us_zero):6.2f} {100 * tb(us_zero) / copy:5.0f}% {us_clean:11.2f} "
               f"{tb(us_clean):6.2f} {100 * tb(us_clean) / copy:5.0f}% {us_copy:10.2f} {tb(us_copy):6.2f} "
-              f"{100 * tb(us_copy) / copy:5.0f}%  grid {grid} block {blk} warps {w}", flush=True)
+              f"{100 * tb(us_copy) / copy:5.0f}% {us_rows:10.2f} {tb(us_rows, rb_bytes):6.2f} "
+              f"{100 * tb(us_rows, rb_bytes) / copy:5.0f}%  grid {grid} block {blk} warps {w}", flush=True)
         if out:
             out.write(json.dumps({"device": props.name, "mb": mb, "read_zero_us": us_zero, "read_clean_us": us_clean,
-                                  "copy_zero_us": us_copy, "copy_tb_s": copy, "grid": grid, "block": blk,
-                                  "warps": w}) + "\n")
+                                  "copy_zero_us": us_copy, "rows_zero_us": us_rows, "rows_bytes": rb_bytes,
+                                  "row_bytes": a.row_bytes, "pool_mb": a.pool_mb, "copy_tb_s": copy, "grid": grid,
+                                  "block": blk, "warps": w}) + "\n")
     return 0
 
 
