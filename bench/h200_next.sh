@@ -47,7 +47,7 @@
 #              EARLY 1.10-1.16x the time, FUSED_MERGE=0 0.92x)
 #   map_ab     (180) the MLA prefill seed with map_item (ce42851) against f766fa6's in .data/old
 #              (first run 2026-12-05 19:34, H200: 1.017x the time, bench/RESULTS.md)
-#   raf        (190) bench/read_after_flush.py at 012's and 018's > 32 MB KV sizes (never run)
+#   raf        (260) bench/read_after_flush.py at 012's and 018's > 32 MB KV sizes (never run)
 #   camp012    (300) issue 6 lines 1, 2, 4 on 012 (BUDGET 6)
 #   gqa_ab     (300) issue 6 line 3: the GQA prefill seed (its first run since the half last key
 #              tile, b4c33de) against itself with two Q buffers (QBUFS=2) and with the item change
@@ -163,12 +163,13 @@ step_dec_ab() {
   } >>"$SUM"
 }
 
-# raf: the fastest plain read of each decode size under the judge's flush (bench/read_after_flush.py):
+# raf: the fastest plain read of each decode size under the judge's flush, sequential and as random 1 KB
+# rows from a 1 GB pool (bench/read_after_flush.py):
 # the ceiling issue 6's line 2 is read against, besides the 4 GiB copy rate.
 step_raf() {
   local D=$FINAL/raf
   mkdir -p "$D"
-  timeout -k 10 170 python3 bench/read_after_flush.py --json "$D/raf.jsonl" \
+  timeout -k 10 240 python3 bench/read_after_flush.py --json "$D/raf.jsonl" \
     --sizes-mb 16,33.9,35.4,39.1,42.8,46.5,51.7,55.3,59.0,62.7,66.4,71.8,79.2,86.6,94.8,103.7,112.6,126.0,256,1024 \
     >"$D/raf.txt" 2>&1
   echo "exit $?" >>"$D/raf.txt"
@@ -317,7 +318,7 @@ need() {
     gqa_ab) echo 300 ;;
     camp016) echo 260 ;;
     camp012) echo 300 ;;
-    raf) echo 190 ;;
+    raf) echo 260 ;;
     *_oracle) echo 400 ;;  # its sets stay made when ORACLE_S ends it: the next step goes on from them
     *) echo 540 ;;
   esac
