@@ -28,14 +28,19 @@ campaign summaries divide by; measured here with bench/copy_bandwidth.py's metho
 
 Usage: read_after_flush.py [--sizes-mb 32,48,...] [--copy-tb-s X] [--reps 30] [--json FILE]
                            [--row-bytes 1024] [--pool-mb 1024]
+       read_after_flush.py --self-check   (no GPU: the three kernels under Triton's interpreter on
+                                           small CPU tensors, against torch; needs torch and triton)
 Needs a CUDA GPU with torch and triton (the device machine). No KernelArc code depends on it; its
 figures go to bench/RESULTS.md."""
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
 
+if "--self-check" in sys.argv:
+    os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
 import torch
 import triton
 import triton.language as tl
@@ -98,7 +103,43 @@ def device_us(run, names, reps):
     return statistics.median(durs)
 
 
+def self_check():
+    """The kernels on CPU tensors under TRITON_INTERPRET=1, against the same reductions in torch."""
+    torch.manual_seed(0)
+    g, b, n = 3, 64, 1000  # n not a multiple of g * b: the masked tail
+    x = torch.randint(-2 ** 31, 2 ** 31 - 1, (n,), dtype=torch.int32)
+    want = torch.zeros(g * b, dtype=torch.int32)
+    for pid in range(g):
+        for start in range(pid * b, n, g * b):
+            seg = x[start:start + b]
+            want[pid * b:pid * b + len(seg)] ^= seg
+    ok = True
+    for kern in (kv_read, flush_read):
+        got = torch.zeros(g * b, dtype=torch.int32)
+        kern[(g,)](x, got, n, BLOCK=b)
+        ok &= torch.equal(got, want)
+        print(f"{kern.fn.__name__}: {'ok' if torch.equal(got, want) else 'WRONG'}")
+    row, rb, pool_rows, nrows = 16, 4, 50, 23
+    pool = torch.randint(-1000, 1000, (pool_rows * row,), dtype=torch.int32)
+    idx = torch.randperm(pool_rows)[:nrows].to(torch.int32).contiguous()
+    got = torch.zeros(g * row, dtype=torch.int32)
+    row_gather[(g,)](pool, idx, got, nrows, ROW=row, RB=rb)
+    want = torch.zeros(g * row, dtype=torch.int32)
+    rows = pool.view(pool_rows, row)
+    for pid in range(g):
+        acc = torch.zeros(rb, row, dtype=torch.int32)
+        for r0 in range(pid * rb, nrows, g * rb):
+            for k in range(min(rb, nrows - r0)):
+                acc[k] ^= rows[idx[r0 + k]]
+        want[pid * row:(pid + 1) * row] = acc.sum(0).to(torch.int32)
+    ok &= torch.equal(got, want)
+    print(f"row_gather: {'ok' if torch.equal(got, want) else 'WRONG'}")
+    return 0 if ok else 1
+
+
 def main():
+    if "--self-check" in sys.argv:
+        return self_check()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes-mb", default="16,32,35,40,48,56,64,80,96,112,128,192,256,512,1024")
     ap.add_argument("--copy-tb-s", type=float, default=0.0, help="copy rate to divide by (0: measure it)")
@@ -181,6 +222,7 @@ def main():
                                   "copy_zero_us": us_copy, "rows_zero_us": us_rows, "rows_bytes": rb_bytes,
                                   "row_bytes": a.row_bytes, "pool_mb": a.pool_mb, "copy_tb_s": copy, "grid": grid,
                                   "block": blk, "warps": w}) + "\n")
+            out.flush()  # a call cut short keeps the sizes it measured
     return 0
 
 
