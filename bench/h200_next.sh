@@ -17,9 +17,10 @@
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
-# Default order (STEPS): raf dec_trace (what is left after 2026-12-05 19:53, when all five attention
-# problems ran under the judge on an H200: the plain-read ceiling of the decode sizes under the
-# judge's flush, then where the decode time goes). The campaign steps rerun issue 6's judge runs by
+# Default order (STEPS): raf dec_trace camp018_oracle camp018 (what is left after 2026-12-05 19:53,
+# when all five attention problems ran under the judge on an H200: the plain-read ceiling of the
+# decode sizes under the judge's flush, where the decode time goes, then 018 judged again now that a
+# budget of 4 judges both of its seeds, de66fa7). The campaign steps rerun issue 6's judge runs by
 # name (camp012, camp014(_oracle), camp016, camp018(_oracle), camp019(_oracle)). Issue 5 has ended
 # (blocked): the GEMM steps stay available by name. With the reference timings borrowed from bench/h200-sol-cache.tgz
 # (ce4a63f; H200 only, the key names the GPU) 018's and 019's oracles take ~95 s, so an `_oracle`
@@ -66,7 +67,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"raf dec_trace"}
+STEPS=${STEPS:-"raf dec_trace camp018_oracle camp018"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
