@@ -600,7 +600,7 @@ def time_call(lib, defn, vals, outs, iters=30):
     return statistics.median(ts)
 
 
-TRACE_CTAS, TRACE_SLOTS = 16384, 10
+TRACE_CTAS, TRACE_SLOTS, TRACE_MARKS = 16384, 10, 64
 
 
 def _q(xs, f):
@@ -617,7 +617,8 @@ def trace_call(lib, defn, vals, outs):
     tail (last tile ready to exit), loop_per_tile (loop over the CTA's tile count), gap (between one
     CTA's exit and the next one's entry on the same SM), and sm_busy: the mean over SMs of the
     fraction of the span in which the SM held at least one CTA (a one-wave tail shows as exits
-    spread and sm_busy < 1)."""
+    spread and sm_busy < 1). A build that also leaves per-iteration marks (ka_trace_read_marks: the
+    MLA prefill item stream) adds `iterations` (summarize_marks)."""
     flush = _FLUSH[0]  # time_call made it: a workload is traced after it is timed
     arr, _keep = make_args(defn, vals, outs)
     flush.zero_()
@@ -629,7 +630,45 @@ def trace_call(lib, defn, vals, outs):
     lib.ka_trace_read.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int]
     lib.ka_trace_read.restype = ctypes.c_int
     n = lib.ka_trace_read(buf, TRACE_CTAS)
-    return summarize_trace([list(buf[i * TRACE_SLOTS:(i + 1) * TRACE_SLOTS]) for i in range(n)])
+    recs = [list(buf[i * TRACE_SLOTS:(i + 1) * TRACE_SLOTS]) for i in range(n)]
+    out = summarize_trace(recs)
+    if hasattr(lib, "ka_trace_read_marks") and out.get("ctas"):
+        mbuf = (ctypes.c_ulonglong * (TRACE_CTAS * TRACE_MARKS))()
+        lib.ka_trace_read_marks.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int]
+        lib.ka_trace_read_marks.restype = ctypes.c_int
+        m = lib.ka_trace_read_marks(mbuf, TRACE_CTAS)
+        it = summarize_marks([list(mbuf[i * TRACE_MARKS:(i + 1) * TRACE_MARKS]) for i in range(m)], out["sm_ghz"])
+        if it:
+            out["iterations"] = it
+    return out
+
+
+def summarize_marks(marks, ghz):
+    """Per-iteration marks (kernelarc/trace.h's ka_trace::mark, %clock64 with a tag in bit 63): slot
+    2g is warpgroup 0 at the start of iteration g (tagged on an item's first tile), slot 2g+1 the O
+    warpgroups at their mid-iteration barrier (tagged when they wrote an item's output there).
+    Returns, in µs (p50 / p90 / max over all CTAs' iterations), the length of an iteration (its
+    start to the next one's) for an item's first tile, for the iteration that writes an item's
+    output, and for the others, and the O warpgroups' time from the start to their barrier in the
+    latter two kinds; {} when no CTA left marks."""
+    tag = 1 << 63
+    kinds = {"item_first": [], "o_write": [], "other": []}
+    to_b = {"o_write": [], "other": []}
+    for row in marks:
+        g = 0
+        while 2 * g + 2 < len(row) and row[2 * g] and row[2 * g + 2]:
+            a, a_next, b = row[2 * g], row[2 * g + 2], row[2 * g + 1]
+            start, nxt = a & ~tag, a_next & ~tag
+            kind = "o_write" if b & tag else "item_first" if a & tag else "other"
+            kinds[kind].append((nxt - start) / ghz / 1000.0)
+            if b and kind != "item_first":
+                to_b[kind].append(((b & ~tag) - start) / ghz / 1000.0)
+            g += 1
+    if not any(kinds.values()):
+        return {}
+    q3 = lambda xs: [round(_q(xs, 0.5), 2), round(_q(xs, 0.9), 2), round(max(xs), 2)] if xs else []  # noqa: E731
+    return {"n": {k: len(v) for k, v in kinds.items()}, **{f"{k}_us": q3(v) for k, v in kinds.items()},
+            **{f"o_to_b_{k}_us": q3(v) for k, v in to_b.items()}}
 
 
 def summarize_trace(recs):

@@ -206,7 +206,11 @@ static_assert(MMA == 1 || SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB"
 // had landed (1), when warpgroup 0's loop over the key tiles ended (2) and when the O warpgroups had
 // written the output (3), with its SM and its key-tile count (the item stream: all its items'
 // tiles). Where the time of a CTA goes besides its tiles: the prologue, the epilogue, the gaps
-// between the CTAs of one SM.
+// between the CTAs of one SM. The item stream also marks each iteration g < 32 of its loop, from
+// the O warpgroups' thread 128 (mark 2g: at A(g), tagged on an item's first tile; mark 2g+1: at
+// B(g), tagged when it wrote an item's output in that iteration): where an item boundary's time
+// goes. (The marks cost that trace build a 4-byte spill, nvcc 13.0; builds without KA_TRACE have
+// none.)
 #ifdef KA_TRACE
 __device__ __forceinline__ void trace_at(bool who, int event, bool first = false) {
   if (who) ka_trace::at(event, first);
@@ -214,9 +218,13 @@ __device__ __forceinline__ void trace_at(bool who, int event, bool first = false
 __device__ __forceinline__ void trace_count(bool who, int n) {
   if (who) ka_trace::count(n);
 }
+__device__ __forceinline__ void trace_mark(bool who, int i, bool tag) {
+  if (who) ka_trace::mark(i, tag);
+}
 #else
 __device__ __forceinline__ void trace_at(bool, int, bool = false) {}
 __device__ __forceinline__ void trace_count(bool, int) {}
+__device__ __forceinline__ void trace_mark(bool, int, bool) {}
 #endif
 
 // ── primitives ─────────────────────────────────────────────────────────────────────────────────
@@ -1584,13 +1592,16 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
     int due = -1;                          // item whose O is written after the next A
     for (int g = 0; g <= G; ++g) {
       cta_bar();  // A(g)
+      trace_mark(tid == 128, 2 * g, g < G && t == 0);
       if (g + AH < G) gather_tile<256>(p, stages + ((g + AH) % STAGES) * WG_STAGE_BYTES, next_page, tid - 128);
       cp_async_commit();
       if (g + AH + 1 < G) next_page = gather_next();
+      const bool wrote = due >= 0;
       if (due >= 0) {  // (P V(g) then scales O by 0: alpha of an item's first tile)
         write_o(due);
         due = -1;
       }
+      trace_mark(tid == 128, 2 * g + 1, wrote);
       cta_bar();  // B(g)
       const bool first = g < G && t == 0;
       if (g > 0) w3_pv(o, stages + ((g - 1) % STAGES) * WG_STAGE_BYTES, alpha_smem + ((g - 1) & 1) * M, og, r0, r1);

@@ -10,13 +10,18 @@
 //   [9]           the CTA's tile count (ka_trace::count)
 // The caller picks the thread that records (one per CTA and event). The host side records the
 // grid of the launch (ka_trace::set_grid) and ka_trace_read copies the records out.
+// A family may also leave up to kMarks %clock64 marks per CTA (ka_trace::mark(i, tag): slot i,
+// with a 1-bit tag in bit 63; unused slots stay 0), e.g. the start of each iteration of a loop, read
+// with ka_trace_read_marks: what a per-iteration timeline needs beside the four events (cycles of
+// the CTA's SM, comparable with its events' %clock64).
 #pragma once
 #ifdef KA_TRACE
 #include <cuda_runtime.h>
 
 namespace ka_trace {
-constexpr int kCtas = 16384, kSlots = 10;
+constexpr int kCtas = 16384, kSlots = 10, kMarks = 64;
 __device__ unsigned long long g_trace[kCtas * kSlots];
+__device__ unsigned long long g_marks[kCtas * kMarks];
 inline int g_grid = 0;  // CTAs of the last launch (host)
 
 // Event e of this CTA, from the calling thread. first: clear the record and note the SM (event 0).
@@ -28,12 +33,20 @@ __device__ __forceinline__ void at(int event, bool first = false) {
   unsigned long long* r = g_trace + static_cast<size_t>(blockIdx.x) * kSlots;
   if (first) {
     for (int i = 0; i < kSlots; ++i) r[i] = 0;
+    for (int i = 0; i < kMarks; ++i) g_marks[static_cast<size_t>(blockIdx.x) * kMarks + i] = 0;
     unsigned sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     r[8] = sm;
   }
   r[2 * event] = gt;
   r[2 * event + 1] = ck;
+}
+// Mark i of this CTA (i < kMarks; others are dropped): %clock64 cycles, bit 63 set when tag.
+__device__ __forceinline__ void mark(int i, bool tag = false) {
+  if (blockIdx.x >= kCtas || i < 0 || i >= kMarks) return;
+  unsigned long long ck;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
+  g_marks[static_cast<size_t>(blockIdx.x) * kMarks + i] = ck | (tag ? 1ull << 63 : 0ull);
 }
 __device__ __forceinline__ void count(int n) {
   if (blockIdx.x < kCtas) g_trace[static_cast<size_t>(blockIdx.x) * kSlots + 9] = static_cast<unsigned long long>(n);
@@ -48,6 +61,16 @@ extern "C" __attribute__((visibility("default"))) int ka_trace_read(unsigned lon
   if (n > ka_trace::kCtas) n = ka_trace::kCtas;
   cudaDeviceSynchronize();
   if (n <= 0 || cudaMemcpyFromSymbol(dst, ka_trace::g_trace, sizeof(unsigned long long) * ka_trace::kSlots * n) != cudaSuccess)
+    return 0;
+  return n;
+}
+
+// The same CTAs' marks (kMarks each); returns how many CTAs were copied.
+extern "C" __attribute__((visibility("default"))) int ka_trace_read_marks(unsigned long long* dst, int max_ctas) {
+  int n = ka_trace::g_grid < max_ctas ? ka_trace::g_grid : max_ctas;
+  if (n > ka_trace::kCtas) n = ka_trace::kCtas;
+  cudaDeviceSynchronize();
+  if (n <= 0 || cudaMemcpyFromSymbol(dst, ka_trace::g_marks, sizeof(unsigned long long) * ka_trace::kMarks * n) != cudaSuccess)
     return 0;
   return n;
 }
