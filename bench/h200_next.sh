@@ -17,9 +17,10 @@
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
-# Default order (STEPS): raf dec_trace camp018_oracle camp018 (what is left after 2026-12-05 19:53,
-# when all five attention problems ran under the judge on an H200: the plain-read ceiling of the
-# decode sizes under the judge's flush, where the decode time goes, then 018 judged again now that a
+# Default order (STEPS): raf mla_trace dec_trace camp018_oracle camp018 (what is left after
+# 2026-12-05 19:53, when all five attention problems ran under the judge on an H200: the plain-read
+# ceiling of the decode sizes under the judge's flush; where the item stream's boundary time goes
+# (its per-iteration marks, 46f72f4); where the decode time goes; then 018 judged again now that a
 # budget of 4 judges both of its seeds, de66fa7). The campaign steps rerun issue 6's judge runs by
 # name (camp012, camp014(_oracle), camp016, camp018(_oracle), camp019(_oracle)). Issue 5 has ended
 # (blocked): the GEMM steps stay available by name. With the reference timings borrowed from bench/h200-sol-cache.tgz
@@ -40,7 +41,8 @@
 #              (full set) on cuBLAS's kernel and p24 at N 5120, K 2048, M 16294
 #   epi_ab     (330) the 16-byte output stores (9f37686) against OLD's 4-byte ones, MLA seed, item
 #              stream and GQA seed (first run 2026-12-05 16:49: 0.89-0.93x the time)
-#   mla_trace  (160) KA_TRACE of the MLA prefill seed and item stream on 74202b1d and fe63f292
+#   mla_trace  (160) KA_TRACE of the MLA prefill seed and item stream on 74202b1d and fe63f292 (the
+#              stream's iterations by kind since 46f72f4)
 #   dec_trace  (210) KA_TRACE of both decode seeds on 018's and 012's smallest and largest > 32 MB
 #              workloads (first run 2026-12-05 17:12 on an H100, bench/RESULTS.md)
 #   dec_ab     (250) 018's decode: the seed against EARLY=1 and FUSED_MERGE=0, on the twelve > 32
@@ -67,7 +69,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"raf dec_trace camp018_oracle camp018"}
+STEPS=${STEPS:-"raf mla_trace dec_trace camp018_oracle camp018"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
@@ -125,7 +127,7 @@ step_mla_trace() {
     --only "${TRACE_ONLY:-74202b1d,fe63f292}" --time --trace --knobs "$mla" --knobs "${mla/ORDER=1,PERSIST=0/ORDER=2,PERSIST=1}" \
     --jsonl "$D/trace.jsonl" >"$D/trace.txt" 2>&1
   echo "exit $?" >>"$D/trace.txt"
-  { echo "== mla_trace"; grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-900; } >>"$SUM"
+  { echo "== mla_trace"; grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-1500; } >>"$SUM"
 }
 
 # Where a decode call's time goes (KA_TRACE builds of both decode families' seeds): 018's smallest
