@@ -59,6 +59,7 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 FAMILIES_DIR = os.path.join(ROOT, "families")  # --families: another copy, for an A/B in one run
 EMU_HEADER = os.path.join(ROOT, "families", "gqa_decode_cuda", "emu", "ka_emu.h")
+TRACE_HEADER = os.path.join(ROOT, "include", "kernelarc", "trace.h")
 FAMILIES = {
     "gqa": ("gqa_decode_cuda", ["012_gqa_paged_decode_h32_kv4_d128_ps1"]),
     "mla": ("mla_decode_cuda", ["018_mla_paged_decode_h16_ckv512_kpe64_ps1"]),
@@ -244,7 +245,8 @@ def nvcc_flags(arch):
 
 def build(fam, defn, knobs, mode, workdir, arch, verbose_ptxas=False):
     src = point_source(fam, defn, knobs)
-    h = hashlib.sha256((mode + arch + os.environ.get("KA_NVCC_EXTRA", "") + src + open(EMU_HEADER).read()).encode()).hexdigest()[:16]
+    h = hashlib.sha256((mode + arch + os.environ.get("KA_NVCC_EXTRA", "") + src + open(EMU_HEADER).read() +
+                        open(TRACE_HEADER).read()).encode()).hexdigest()[:16]  # (a trace build includes it)
     so = os.path.join(workdir, f"{fam['name']}_{knobs_str(knobs)}_{mode}_{h}.so")
     if os.path.exists(so) and not verbose_ptxas:
         return so, 0.0

@@ -54,24 +54,25 @@ __device__ __forceinline__ void count(int n) {
 inline void set_grid(long long grid) { g_grid = static_cast<int>(grid); }
 }  // namespace ka_trace
 
-// The last launch's per-CTA records (kSlots each), at most max_ctas of them, after the launch has
-// finished; returns how many were copied. (Defined here: include this header in one file of a build.)
-extern "C" __attribute__((visibility("default"))) int ka_trace_read(unsigned long long* dst, int max_ctas) {
-  int n = ka_trace::g_grid < max_ctas ? ka_trace::g_grid : max_ctas;
-  if (n > ka_trace::kCtas) n = ka_trace::kCtas;
+namespace ka_trace {
+// Copies the last launch's first CTAs (at most max_ctas) of a per-CTA array of `per_cta` values
+// after the launch has finished; returns how many CTAs were copied.
+inline int read_per_cta(const void* symbol, int per_cta, unsigned long long* dst, int max_ctas) {
+  int n = g_grid < max_ctas ? g_grid : max_ctas;
+  if (n > kCtas) n = kCtas;
   cudaDeviceSynchronize();
-  if (n <= 0 || cudaMemcpyFromSymbol(dst, ka_trace::g_trace, sizeof(unsigned long long) * ka_trace::kSlots * n) != cudaSuccess)
-    return 0;
+  if (n <= 0 || cudaMemcpyFromSymbol(dst, symbol, sizeof(unsigned long long) * per_cta * n) != cudaSuccess) return 0;
   return n;
 }
+}  // namespace ka_trace
 
-// The same CTAs' marks (kMarks each); returns how many CTAs were copied.
+// The last launch's per-CTA records (kSlots each) and marks (kMarks each), at most max_ctas CTAs,
+// after the launch has finished; each returns how many CTAs were copied. (Defined here: include
+// this header in one file of a build.)
+extern "C" __attribute__((visibility("default"))) int ka_trace_read(unsigned long long* dst, int max_ctas) {
+  return ka_trace::read_per_cta(ka_trace::g_trace, ka_trace::kSlots, dst, max_ctas);
+}
 extern "C" __attribute__((visibility("default"))) int ka_trace_read_marks(unsigned long long* dst, int max_ctas) {
-  int n = ka_trace::g_grid < max_ctas ? ka_trace::g_grid : max_ctas;
-  if (n > ka_trace::kCtas) n = ka_trace::kCtas;
-  cudaDeviceSynchronize();
-  if (n <= 0 || cudaMemcpyFromSymbol(dst, ka_trace::g_marks, sizeof(unsigned long long) * ka_trace::kMarks * n) != cudaSuccess)
-    return 0;
-  return n;
+  return ka_trace::read_per_cta(ka_trace::g_marks, ka_trace::kMarks, dst, max_ctas);
 }
 #endif
