@@ -735,12 +735,14 @@ __device__ __forceinline__ Item item_natural(const Params& p, int b, int tile) {
   const int q0 = __ldg(p.qo_indptr + b), k0 = __ldg(p.kv_indptr + b);
   return item_geometry(q0, __ldg(p.qo_indptr + b + 1) - q0, k0, imax(__ldg(p.kv_indptr + b + 1) - k0, 0), tile);
 }
+// A sequence's tile number in work order (of its ql query tokens) as a tile in natural order.
+__device__ __forceinline__ int natural_tile(int ql, int tile) {
+  return KA_ORDER >= 1 ? ceil_div_i(ql, QT) - 1 - tile : tile;
+}
 __device__ __forceinline__ Item item_of(const Params& p, int b, int tile) {
-  if (KA_ORDER >= 1 && b >= 0) {
-    const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
-    tile = ceil_div_i(ql, QT) - 1 - tile;
-  }
-  return item_natural(p, b, tile);
+  if (b < 0) return item_natural(p, b, tile);
+  const int q0 = __ldg(p.qo_indptr + b), ql = __ldg(p.qo_indptr + b + 1) - q0, k0 = __ldg(p.kv_indptr + b);
+  return item_geometry(q0, ql, k0, imax(__ldg(p.kv_indptr + b + 1) - k0, 0), natural_tile(ql, tile));
 }
 // Query tile t in work order (the leading rows before qo_indptr[0] first, then the sequences in the
 // order ord, identity when null; within a sequence as item_of) and its Item, in one round trip of
@@ -776,8 +778,7 @@ __device__ __forceinline__ bool map_item(const Params& p, const int* ord, int t,
     if (warp_find(ql > 0 ? ceil_div_i(ql, QT) : 0, lane, rem, src, tile)) {
       const int sq0 = __shfl_sync(0xffffffffu, q0, src), sql = __shfl_sync(0xffffffffu, ql, src);
       const int sk0 = __shfl_sync(0xffffffffu, k0, src), sk1 = __shfl_sync(0xffffffffu, k1, src);
-      if (KA_ORDER >= 1) tile = ceil_div_i(sql, QT) - 1 - tile;  // as item_of
-      it = item_geometry(sq0, sql, sk0, imax(sk1 - sk0, 0), tile);
+      it = item_geometry(sq0, sql, sk0, imax(sk1 - sk0, 0), natural_tile(sql, tile));
       return true;
     }
   }
@@ -1597,7 +1598,7 @@ __device__ __forceinline__ void stream_wgmma3(const Params& p, unsigned char* sm
       cp_async_commit();
       if (g + AH + 1 < G) next_page = gather_next();
       const bool wrote = due >= 0;
-      if (due >= 0) {  // (P V(g) then scales O by 0: alpha of an item's first tile)
+      if (wrote) {  // (P V(g) then scales O by 0: alpha of an item's first tile)
         write_o(due);
         due = -1;
       }

@@ -53,9 +53,11 @@ std::optional<size_t> Modeler::choose(const AgentContext& ctx, ProblemState& st)
   const size_t warmup = std::max<size_t>(4, max_knobs + 1);
   // Explore while the data is thin, and now and then afterwards (the model may be wrong).
   const bool explore = unit() < 0.1;
-  if (ok.size() < warmup && !explore)
-    if (auto s = first_seed(st, cand)) return s;  // thin data: the seeds not yet taken first
-  if (ok.size() < warmup || explore) return pick(cand);
+  if (ok.size() < warmup || explore) {
+    if (!explore)
+      if (auto s = first_seed(st, cand)) return s;  // thin data: the seeds not yet taken first
+    return pick(cand);
+  }
 
   // Per family: observed points with log time; a failure counts as twice the slowest time seen.
   double worst = -std::numeric_limits<double>::infinity();
