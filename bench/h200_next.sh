@@ -17,11 +17,11 @@
 # Every step's line is appended to $OUT/next_summary.txt at once (a cut call still says what ran);
 # each step's logs come back as one archive under $OUT (at most 8 files come back per call).
 #
-# Default order (STEPS): raf mla_trace dec_trace camp018_oracle camp018 (what is left after
-# 2026-12-05 19:53, when all five attention problems ran under the judge on an H200: the plain-read
-# ceiling of the decode sizes under the judge's flush; where the item stream's boundary time goes
-# (its per-iteration marks, 46f72f4); where the decode time goes; then 018 judged again now that a
-# budget of 4 judges both of its seeds, de66fa7). The campaign steps rerun issue 6's judge runs by
+# Default order (STEPS): raf stream_order camp018_oracle camp018 (what is left after 2026-12-06
+# 00:24, when raf, mla_trace and dec_trace ran on an H100: the plain-read ceiling of the decode sizes
+# under the judge's flush on an H200, with every size vectorised (c03acc5); whether the item
+# stream's slower plain iterations come from ORDER 2; then 018 judged again now that a budget of 4
+# judges both of its seeds, de66fa7). The campaign steps rerun issue 6's judge runs by
 # name (camp012, camp014(_oracle), camp016, camp018(_oracle), camp019(_oracle)). Issue 5 has ended
 # (blocked): the GEMM steps stay available by name. With the reference timings borrowed from bench/h200-sol-cache.tgz
 # (ce4a63f; H200 only, the key names the GPU) 018's and 019's oracles take ~95 s, so an `_oracle`
@@ -42,7 +42,8 @@
 #   epi_ab     (330) the 16-byte output stores (9f37686) against OLD's 4-byte ones, MLA seed, item
 #              stream and GQA seed (first run 2026-12-05 16:49: 0.89-0.93x the time)
 #   mla_trace  (160) KA_TRACE of the MLA prefill seed and item stream on 74202b1d and fe63f292 (the
-#              stream's iterations by kind since 46f72f4)
+#              stream's iterations by kind since 46f72f4; first run 2026-12-06 00:24, H100)
+#   stream_order (170) the same trace of the item stream with ORDER 0, 1 and 2 (never run)
 #   dec_trace  (210) KA_TRACE of both decode seeds on 018's and 012's smallest and largest > 32 MB
 #              workloads (first run 2026-12-05 17:12 on an H100, bench/RESULTS.md)
 #   dec_ab     (250) 018's decode: the seed against EARLY=1 and FUSED_MERGE=0, on the twelve > 32
@@ -50,7 +51,8 @@
 #              EARLY 1.10-1.16x the time, FUSED_MERGE=0 0.92x)
 #   map_ab     (180) the MLA prefill seed with map_item (ce42851) against f766fa6's in .data/old
 #              (first run 2026-12-05 19:34, H200: 1.017x the time, bench/RESULTS.md)
-#   raf        (260) bench/read_after_flush.py at 012's and 018's > 32 MB KV sizes (never run)
+#   raf        (90) bench/read_after_flush.py at 012's and 018's > 32 MB KV sizes (first run
+#              2026-12-06 00:23 on an H100, 14 s; seven sizes there read unvectorised, fixed in c03acc5)
 #   camp012    (300) issue 6 lines 1, 2, 4 on 012 (BUDGET 6)
 #   gqa_ab     (300) issue 6 line 3: the GQA prefill seed (its first run since the half last key
 #              tile, b4c33de) against itself with two Q buffers (QBUFS=2) and with the item change
@@ -69,7 +71,7 @@ STATE=${STATE:-/tmp/ka-next}
 mkdir -p "$STATE"
 DEADLINE=${DEADLINE:-570}
 START=$(date +%s)
-STEPS=${STEPS:-"raf mla_trace dec_trace camp018_oracle camp018"}
+STEPS=${STEPS:-"raf stream_order camp018_oracle camp018"}
 SUM=$FINAL/next_summary.txt
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "$*" | tee -a "$SUM"; }
@@ -120,14 +122,25 @@ step_map_ab() {
 
 # Where an MLA prefill CTA's time goes (KA_TRACE build, bench/attention_selftest.py --trace): the
 # seed and the item stream on the short-sequence workload 74202b1d and the long fe63f292.
-step_mla_trace() {
-  local mla=QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=1,PERSIST=0,MMA=1,SAHEAD=0 D=$FINAL/mla_trace
+mla_trace_points() {  # TAG POINT...: trace POINTs (knob lists) on TRACE_ONLY's workloads into $FINAL/TAG
+  local D=$FINAL/$1 k=()
+  shift
+  for p in "$@"; do k+=(--knobs "$p"); done
   mkdir -p "$D"
   timeout -k 10 150 python3 bench/attention_selftest.py --mode cuda --family mla_prefill --cases workloads \
-    --only "${TRACE_ONLY:-74202b1d,fe63f292}" --time --trace --knobs "$mla" --knobs "${mla/ORDER=1,PERSIST=0/ORDER=2,PERSIST=1}" \
-    --jsonl "$D/trace.jsonl" >"$D/trace.txt" 2>&1
+    --only "${TRACE_ONLY:-74202b1d,fe63f292}" --time --trace "${k[@]}" --jsonl "$D/trace.jsonl" >"$D/trace.txt" 2>&1
   echo "exit $?" >>"$D/trace.txt"
-  { echo "== mla_trace"; grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-1500; } >>"$SUM"
+  { echo "== ${D##*/}"; grep -E '\[(ok|FAIL)|exit' "$D/trace.txt" | sed -E 's/ \([0-9.]+ s\)$//' | cut -c1-1500; } >>"$SUM"
+}
+MLA_SEED=QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=1,PERSIST=0,MMA=1,SAHEAD=0
+step_mla_trace() { mla_trace_points mla_trace "$MLA_SEED" "${MLA_SEED/ORDER=1,PERSIST=0/ORDER=2,PERSIST=1}"; }
+# The item stream in each order (first run 2026-12-06 00:24 on an H100: with ORDER 2 its plain
+# iterations took 1.78 us against the seed's 1.24 us per tile; ORDER 2 starts every CTA on the same
+# key counts at once, ORDER 0/1 on consecutive tiles): is the slower steady state the order's or the
+# stream's own?
+step_stream_order() {
+  local s=${MLA_SEED/PERSIST=0/PERSIST=1}
+  mla_trace_points stream_order "${s/ORDER=1/ORDER=0}" "$s" "${s/ORDER=1/ORDER=2}"
 }
 
 # Where a decode call's time goes (KA_TRACE builds of both decode families' seeds): 018's smallest
@@ -172,7 +185,7 @@ step_dec_ab() {
 step_raf() {
   local D=$FINAL/raf
   mkdir -p "$D"
-  timeout -k 10 240 python3 bench/read_after_flush.py --json "$D/raf.jsonl" \
+  timeout -k 10 120 python3 bench/read_after_flush.py --json "$D/raf.jsonl" \
     --sizes-mb 16,33.9,35.4,39.1,42.8,46.5,51.7,55.3,59.0,62.7,66.4,71.8,79.2,86.6,94.8,103.7,112.6,126.0,256,1024 \
     >"$D/raf.txt" 2>&1
   echo "exit $?" >>"$D/raf.txt"
@@ -321,7 +334,8 @@ need() {
     gqa_ab) echo 300 ;;
     camp016) echo 260 ;;
     camp012) echo 300 ;;
-    raf) echo 260 ;;
+    raf) echo 90 ;;
+    stream_order) echo 170 ;;
     *_oracle) echo 400 ;;  # its sets stay made when ORACLE_S ends it: the next step goes on from them
     *) echo 540 ;;
   esac
