@@ -135,9 +135,9 @@ mla_trace_points() {  # TAG POINT...: trace POINTs (knob lists) on TRACE_ONLY's 
 MLA_SEED=QTOK=4,WARPS=12,KV_TILE=32,STAGES=3,ORDER=1,PERSIST=0,MMA=1,SAHEAD=0
 step_mla_trace() { mla_trace_points mla_trace "$MLA_SEED" "${MLA_SEED/ORDER=1,PERSIST=0/ORDER=2,PERSIST=1}"; }
 # The item stream in each order (first run 2026-12-06 00:24 on an H100: with ORDER 2 its plain
-# iterations took 1.78 us against the seed's 1.24 us per tile; ORDER 2 starts every CTA on the same
-# key counts at once, ORDER 0/1 on consecutive tiles): is the slower steady state the order's or the
-# stream's own?
+# iterations took 1.50 us (median) against the seed's 1.24 us per tile; ORDER 2 starts every CTA on
+# the heaviest items at once, ORDER 0/1 on consecutive tiles): is the slower steady state the
+# order's or the stream's own?
 step_stream_order() {
   local s=${MLA_SEED/PERSIST=0/PERSIST=1}
   mla_trace_points stream_order "${s/ORDER=1/ORDER=0}" "$s" "${s/ORDER=1/ORDER=2}"
