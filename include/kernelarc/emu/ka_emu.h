@@ -1,8 +1,9 @@
-// ka_emu.h — a host (CPU) emulation of the small CUDA subset that the attention families
-// gqa_decode_cuda and mla_decode_cuda use, so that their index arithmetic, fragment layouts,
+// kernelarc/emu/ka_emu.h — a host (CPU) emulation of the small CUDA subset that the device layer
+// (kernelarc/device/) and the families use, so that their index arithmetic, fragment layouts,
 // pipelines, segment bookkeeping and split-KV merges can be checked on a machine without a GPU.
-// It is never part of a KernelArc build: the family sources include it only when KA_EMULATE is
-// defined (bench/attention_selftest.py --mode emu does that, compiling the family source with g++).
+// It is never part of a KernelArc build: kernelarc/device/target.cuh includes it when KA_EMULATE is
+// defined (bench/attention_selftest.py --mode emu and the family tests compile a family source with
+// g++ -DKA_EMULATE); the layer's primitives then call the ka_emu_ops functions of the same names.
 //
 // Model. One CTA runs at a time; each CUDA thread is a fiber (ucontext) scheduled cooperatively,
 // so a thread runs until it blocks in a CTA barrier or in a warp collective. CTAs of a launch run
