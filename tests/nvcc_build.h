@@ -20,7 +20,10 @@ inline RunResult nvcc_judge_build(const std::filesystem::path& nvcc, const Candi
                                   bool verbose) {
   namespace fs = std::filesystem;
   const fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-nvcc-").string());
-  write_atomic(dir / c.entry_file, c.sources.at(0).content);
+  for (const auto& s : c.sources) {  // the entry, family headers and device-layer headers
+    fs::create_directories((dir / s.path).parent_path());
+    write_atomic(dir / s.path, s.content);
+  }
   write_atomic(dir / "tramp.cu", "#include \"" + c.entry_file + "\"\nKA_ENTRY(" + c.entry_symbol + ")\n");
   Candidate with_arch = c;
   with_arch.has_compile_options = true;

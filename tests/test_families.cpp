@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -186,6 +187,73 @@ TEST(Families, ShippedFamiliesLoad) {
     EXPECT_TRUE(names.count(n)) << n;
 }
 
+// A family of parts: a folder header is expanded into the entry, device-layer headers travel with
+// the candidate, and the exported solution keeps them at kernelarc/device/ (where
+// <kernelarc/device/...> resolves) and the entry under kernelarc/src/.
+TEST(Families, PartsAndLayerIncludes) {
+  TempDir t;
+  const std::string json = replaced(kGoodFamily, "\"source\": \"toy.cpp\",",
+                                    "\"source\": \"toy.cpp\", \"sources\": [\"part.h\"], "
+                                    "\"includes\": [\"kernelarc/device/reduce.cuh\"],");
+  fs::path d = write_family(t, json);
+  write_atomic(d / "toy.cpp", "#include <kernelarc/device/reduce.cuh>\n#include \"part.h\"\n");
+  write_atomic(d / "part.h", "// part\n");
+  Family f = load_family(d);
+  ASSERT_EQ(f.parts.size(), 1u);
+  EXPECT_EQ(f.parts[0].path, "part.h");
+  std::vector<std::string> layer;
+  for (const auto& h : f.layer) layer.push_back(h.path);
+  // reduce.cuh and what it includes
+  EXPECT_EQ(layer, (std::vector<std::string>{"kernelarc/device/reduce.cuh", "kernelarc/device/target.cuh"}));
+  Problem p;
+  p.def = parse_definition_text(R"({"name": "syn_rmsnorm", "axes": {"B": {"type": "var"},
+    "hidden_size": {"type": "const", "value": 64}}, "inputs": {"x": {"shape": ["B", "hidden_size"], "dtype": "bfloat16"}},
+    "outputs": {"y": {"shape": ["B", "hidden_size"], "dtype": "bfloat16"}}, "reference": "def run(x):\n    return x"})",
+                                "synthetic");
+  Candidate c = f.instantiate({{"VEC", 2}, {"THREADS", 32}}, p);
+  std::vector<std::string> paths;
+  for (const auto& s : c.sources) paths.push_back(s.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"toy.cpp", "kernelarc/device/reduce.cuh", "kernelarc/device/target.cuh"}));
+  // the folder header is expanded where the entry includes it
+  EXPECT_TRUE(has(c.sources[0].content, "#include <kernelarc/device/reduce.cuh>\n// ---- part.h ----\n// part\n"))
+      << c.sources[0].content;
+  c.language = "cuda_cpp";
+  nlohmann::json sol = to_solution_json(c, p.def);
+  std::set<std::string> exported;
+  for (const auto& s : sol["sources"]) exported.insert(s["path"].get<std::string>());
+  for (const char* want : {"kernelarc/src/toy.cpp", "kernelarc/device/reduce.cuh",
+                           "kernelarc/device/target.cuh", "kernelarc/abi.h", "kernelarc_binding.cu"})
+    EXPECT_TRUE(exported.count(want)) << want;
+  // A layer header the entry includes but "includes" does not list is refused; so is a source that
+  // is not a header of the folder.
+  write_atomic(d / "toy.cpp", "#include <kernelarc/device/mma.cuh>\n");
+  EXPECT_TRUE(has(user_error_of([&] { load_family(d); }), "kernelarc/device/mma.cuh"));
+  write_atomic(d / "family.json", replaced(json, "[\"part.h\"]", "[\"../x.h\"]"));
+  EXPECT_TRUE(has(user_error_of([&] { load_family(d); }), "field 'sources'"));
+  write_atomic(d / "family.json", replaced(json, "reduce.cuh", "nonesuch.cuh"));
+  EXPECT_TRUE(has(user_error_of([&] { load_family(d); }), "nonesuch.cuh"));
+}
+
+// Piecewise candidates of families made of parts: the device-layer headers of the parts travel
+// once with the composed candidate (the parts' includes of them are hoisted).
+TEST(Families, PiecewiseOfLayeredPartsCarriesTheirHeadersOnce) {
+  Problem p = load_problem(fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128");
+  auto ax = dispatch_axis(p.def);
+  ASSERT_TRUE(ax);
+  const Family f = load_family(fs::path(KA_SOURCE_DIR) / "families" / "rmsnorm_cuda");
+  Candidate a = f.instantiate({{"VEC", 8}, {"THREADS", 16}, {"ROWS", 2}, {"CACHE", 1}, {"STREAM", 0}}, p);
+  Candidate b = f.instantiate({{"VEC", 4}, {"THREADS", 32}, {"ROWS", 1}, {"CACHE", 1}, {"STREAM", 1}}, p);
+  Candidate c = compose_pieces({{a, 64}, {b, std::numeric_limits<int64_t>::max()}}, *ax, p.def, "pw");
+  std::vector<std::string> paths;
+  for (const auto& s : c.sources) paths.push_back(s.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"piecewise.cu", "kernelarc/device/convert.cuh", "kernelarc/device/reduce.cuh",
+                                             "kernelarc/device/target.cuh"}));
+  EXPECT_TRUE(has(c.sources[0].content, "#include <kernelarc/device/convert.cuh>"));
+  Candidate other = b;
+  other.sources[1].content += "// another version\n";
+  EXPECT_TRUE(has(user_error_of([&] { compose_pieces({{a, 64}, {other, 1000}}, *ax, p.def, "pw"); }), "different versions"));
+}
+
 TEST(Families, KnobsStr) {
   EXPECT_EQ(knobs_str({{"VEC", 8}, {"THREADS", 32}}), "THREADS32_VEC8");
   EXPECT_EQ(knobs_str({}), "");
@@ -323,8 +391,10 @@ TEST(FamiliesDev, InstantiateCuda) {
   EXPECT_EQ(c.entry_symbol, "run");
   EXPECT_TRUE(c.has_compile_options);
   EXPECT_EQ(c.cuda_cflags, std::vector<std::string>{"-O3"});
-  ASSERT_EQ(c.sources.size(), 1u);
+  ASSERT_EQ(c.sources.size(), 4u);  // the entry, then the device-layer headers it uses
   EXPECT_EQ(c.sources[0].path, "rmsnorm.cu");
+  EXPECT_EQ(c.sources[1].path, "kernelarc/device/convert.cuh");
+  EXPECT_EQ(c.sources[3].path, "kernelarc/device/target.cuh");
   const std::string& s = c.sources[0].content;
   const std::string head =
       "// generated by KernelArc from family rmsnorm_cuda\n"

@@ -16,7 +16,8 @@
 //   - the entry: the definition's inputs then outputs (tensors as `const ka::TensorArg&`, scalar
 //     inputs as double, int64_t or bool, as the ABI passes them), reading the axis from one input
 //     tensor's dimension and calling the part whose range holds it.
-// Parts must be single-source candidates of the same language whose entry is the ABI's (any name).
+// Parts must be candidates of the same language whose entry is the ABI's (any name); besides the
+// entry a part may carry device-layer headers (paths under kernelarc/), which the result carries once.
 #pragma once
 #include <cstdint>
 #include <limits>

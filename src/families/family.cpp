@@ -9,7 +9,9 @@
 #include <cctype>
 #include <functional>
 #include <regex>
+#include <cstring>
 #include <set>
+#include <sstream>
 
 #include "util/error.h"
 #include "util/files.h"
@@ -83,6 +85,82 @@ bool safe_define_value(const std::string& v) {
 
 std::string family_where(const Family& f) { return (f.dir / "family.json").string(); }
 
+// The entry text with each `#include "PART"` line of a family-folder header replaced by the
+// header's text (recursively; a header is expanded where it is included, as often as it is
+// included: parts carry no include guards, they are pieces of the one source).
+std::string expand_parts(const std::string& text, const std::vector<SourceFile>& parts, int depth = 0) {
+  static const std::regex re(R"(^\s*#\s*include\s*"([^"]+)")");
+  if (depth > 16) user_error("family parts include each other more than 16 levels deep");
+  std::istringstream in(text);
+  std::string line, out;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    const SourceFile* part = nullptr;
+    if (std::regex_search(line, m, re))
+      for (const auto& p : parts)
+        if (p.path == m[1]) part = &p;
+    if (!part) {
+      out += line + "\n";
+      continue;
+    }
+    out += "// ---- " + part->path + " ----\n" + expand_parts(part->content, parts, depth + 1);
+    out += "// ---- end of " + part->path + " ----\n";
+  }
+  return out;
+}
+
+// The layer headers a text includes: `#include <kernelarc/device/NAME>` lines.
+std::vector<std::string> layer_includes(const std::string& text) {
+  static const std::regex re(R"(^\s*#\s*include\s*<(kernelarc/device/[^>]+)>)");
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line))
+    if (std::regex_search(line, m, re)) out.push_back(m[1]);
+  return out;
+}
+
+bool is_header_name(const std::string& n) {
+  for (const char* ext : {".cuh", ".h", ".hpp", ".inc"})
+    if (n.size() > std::strlen(ext) && n.compare(n.size() - std::strlen(ext), std::strlen(ext), ext) == 0) return true;
+  return false;
+}
+
+// "sources" (family-folder headers) and "includes" (device-layer headers with their closure).
+void load_parts(Family& f, const ojson& j, const std::string& where) {
+  for (const auto& n : string_list(j, "sources", where, "")) {
+    if (n.find('/') != std::string::npos || n.find("..") != std::string::npos || !is_header_name(n))
+      user_error("{}: field 'sources': '{}' must be a header file name (.cuh, .h, .hpp, .inc) in the family folder", where, n);
+    if (n == f.source_name) user_error("{}: field 'sources': '{}' is the entry file ('source')", where, n);
+    if (!fs::is_regular_file(f.dir / n)) user_error("{}: field 'sources': no file '{}' in {}", where, n, f.dir.string());
+    f.parts.push_back({n, read_text(f.dir / n)});
+  }
+  const fs::path inc = resource_path("include");
+  std::vector<std::string> todo = string_list(j, "includes", where, "");
+  for (const auto& n : todo)
+    if (n.rfind("kernelarc/device/", 0) != 0 || n.find("..") != std::string::npos)
+      user_error("{}: field 'includes': '{}' is not a device-layer header (kernelarc/device/...)", where, n);
+  std::set<std::string> listed;
+  while (!todo.empty()) {
+    const std::string n = todo.back();
+    todo.pop_back();
+    if (!listed.insert(n).second) continue;
+    if (!fs::is_regular_file(inc / n)) user_error("{}: field 'includes': no header '{}' under {}", where, n, inc.string());
+    f.layer.push_back({n, read_text(inc / n)});
+    for (const auto& m : layer_includes(f.layer.back().content)) todo.push_back(m);
+  }
+  std::sort(f.layer.begin(), f.layer.end(), [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
+  std::vector<const SourceFile*> own;
+  SourceFile entry{f.source_name, f.source};
+  own.push_back(&entry);
+  for (const auto& p : f.parts) own.push_back(&p);
+  for (const SourceFile* s : own)
+    for (const auto& m : layer_includes(s->content))
+      if (!listed.count(m))
+        user_error("{}: field 'includes': {} includes <{}>, which 'includes' does not list", where, s->path, m);
+}
+
 }  // namespace
 
 std::optional<int64_t> const_axis_value(const Definition& d, const std::string& name) {
@@ -139,8 +217,9 @@ Family load_family(const std::filesystem::path& dir) {
     user_error("{}: malformed JSON at {}: {}", where, line_col(text, e.byte > 0 ? e.byte - 1 : 0), one_line(msg));
   }
   if (!j.is_object()) user_error("{}: the file must hold a JSON object, got {}", where, j.type_name());
-  static const std::set<std::string> kFields{"name", "target", "source", "entry", "description", "applies_to",
-                                             "knobs", "constraints", "defines", "compile_options", "seeds"};
+  static const std::set<std::string> kFields{"name",    "target",  "source",      "entry",           "description",
+                                             "applies_to", "knobs", "constraints", "defines", "compile_options",
+                                             "seeds",   "sources", "includes"};
   for (const auto& [k, v] : j.items())
     if (!kFields.count(k)) user_error("{}: unknown field '{}'", where, k);
 
@@ -155,6 +234,7 @@ Family load_family(const std::filesystem::path& dir) {
   if (!fs::is_regular_file(dir / f.source_name))
     user_error("{}: field 'source': no file '{}' in {}", where, f.source_name, dir.string());
   f.source = read_text(dir / f.source_name);
+  load_parts(f, j, where);
   f.entry = string_field(j, "entry", where, false, "run");
   if (!is_identifier(f.entry)) user_error("{}: field 'entry' must be an identifier, got '{}'", where, f.entry);
   if (j.contains("description") && !j["description"].is_string())
@@ -429,8 +509,9 @@ Candidate Family::instantiate(const Knobs& k, const Problem& p, const std::map<s
     }
     c.name += "_d" + sha256_hex(all).substr(0, 8);
   }
-  text += "\n" + source;
+  text += "\n" + expand_parts(source, parts);
   c.sources.push_back({source_name, std::move(text)});
+  for (const auto& h : layer) c.sources.push_back(h);
   c.entry_file = source_name;
   c.entry_symbol = entry;
   c.destination_passing_style = true;

@@ -14,7 +14,20 @@
 //    "defines": {"HIDDEN": "axis:hidden_size",            // a const axis value
 //                "FUSED_ADD": "has_input:residual",        // 1 if the definition has this input
 //                "EPS": "reference:EPS\\s*=\\s*([0-9.eE+-]+)|1e-6"},  // regex on the reference, default
-//    "compile_options": {"cuda_cflags": ["-O3"], "cflags": [], "ld_flags": []}}
+//    "compile_options": {"cuda_cflags": ["-O3"], "cflags": [], "ld_flags": []},
+//    "sources": ["mainloop.cuh"],                      // optional: more files of the folder
+//    "includes": ["kernelarc/device/reduce.cuh"]}      // optional: device-layer headers it uses
+//
+// A family is made of parts: `source` is the entry file (the defines are prepended to it);
+// `sources` lists headers of the family folder it includes with #include "..." (.cuh, .h, .hpp,
+// .inc: pieces of the one source, without include guards, e.g. one kernel each or a shared
+// mainloop); `includes` lists the headers of the device layer (include/kernelarc/device/) it
+// includes with #include <kernelarc/device/...>. The headers those include are added (their
+// closure); an entry or folder header that includes a layer header the closure lacks is refused.
+// A candidate is the entry with its folder headers expanded in place (one file, so that the
+// knob defines reach every piece and piecewise composition works) plus the layer headers as
+// further sources, so the judge's build, its cache key and exported solutions see exactly the code
+// that was instantiated.
 //
 // Rules (each fault is a UserError naming family.json and the field): unknown fields are refused;
 // knob and define names are identifiers; a knob's domain is a non-empty list of distinct integers,
@@ -43,7 +56,9 @@ using Knobs = std::map<std::string, int64_t>;
 struct Family {
   std::string name, target, description, entry = "run";
   std::filesystem::path dir;
-  std::string source_name, source;              // file name and contents
+  std::string source_name, source;              // the entry file: name and contents
+  std::vector<SourceFile> parts;                // family-folder headers ("sources"), by file name
+  std::vector<SourceFile> layer;                // device-layer headers: path under include/, contents
   std::vector<std::pair<std::string, std::vector<int64_t>>> knobs;  // in file order
   std::vector<Expr> constraints;
   std::vector<std::string> op_types, dtypes, requires_axes;

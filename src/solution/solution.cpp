@@ -128,7 +128,10 @@ Candidate read_candidate(const fs::path& p) {
 
 std::vector<SourceFile> torch_binding_sources(const Candidate& c, const Definition& def) {
   std::vector<SourceFile> out;
-  for (const auto& s : c.sources) out.push_back({"kernelarc/src/" + s.path, s.content});
+  // Device-layer headers (paths under kernelarc/) keep their path, so that <kernelarc/device/...>
+  // resolves from the solution's root as <kernelarc/abi.h> does; the rest goes under kernelarc/src.
+  for (const auto& s : c.sources)
+    out.push_back({s.path.rfind("kernelarc/", 0) == 0 ? s.path : "kernelarc/src/" + s.path, s.content});
   out.push_back({"kernelarc/abi.h", read_abi_header()});
   std::string params, args;
   int i = 0;
@@ -151,6 +154,7 @@ std::vector<SourceFile> torch_binding_sources(const Candidate& c, const Definiti
   for (int k = 0; k < i; ++k) list += fmt::format("{}a{}_arg", k ? ", " : "", k);
   std::string includes;
   for (const auto& s : c.sources) {
+    if (s.path.rfind("kernelarc/", 0) == 0) continue;
     if (has_suffix(s.path, ".cu") || has_suffix(s.path, ".cpp") || has_suffix(s.path, ".cc") || has_suffix(s.path, ".cxx"))
       includes += fmt::format("#include \"kernelarc/src/{}\"\n", s.path);
   }

@@ -45,8 +45,9 @@ Candidate parse_solution_json(const nlohmann::json& j, const std::string& where)
 nlohmann::json to_native_json(const Candidate& c);
 // The SOL-ExecBench solution.json for a candidate (native candidates get a torch binding).
 nlohmann::json to_solution_json(const Candidate& c, const Definition& def);
-// The native candidate's SOL-ExecBench source tree: candidate sources under kernelarc/, the ABI
-// header, and a top-level binding file with PYBIND11_MODULE.
+// The native candidate's SOL-ExecBench source tree: candidate sources under kernelarc/src/ (its
+// device-layer headers, paths under kernelarc/, at their own path), the ABI header, and a
+// top-level binding file with PYBIND11_MODULE.
 std::vector<SourceFile> torch_binding_sources(const Candidate& c, const Definition& def);
 
 }  // namespace ka
