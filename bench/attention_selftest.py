@@ -7,7 +7,7 @@ prefill ones (families/gqa_prefill_cuda on 014 paged and 016 ragged, families/ml
 reference code by SOL-ExecBench's rule, and (cuda mode) times them.
 
   --mode emu   (no GPU needed) builds each point with g++ against the CPU emulator
-               families/gqa_decode_cuda/emu/ka_emu.h (threads as fibers, warp collectives for
+               include/kernelarc/emu/ka_emu.h (threads as fibers, warp collectives for
                ldmatrix / mma.sync / shuffles, cp.async with poisoned destinations) and runs small
                synthetic cases built to hit the corner cases: empty sequences (alone, first, last, at
                chunk boundaries), one-token sequences, many sequences per chunk, sequences cut by
@@ -58,7 +58,7 @@ import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 FAMILIES_DIR = os.path.join(ROOT, "families")  # --families: another copy, for an A/B in one run
-EMU_HEADER = os.path.join(ROOT, "families", "gqa_decode_cuda", "emu", "ka_emu.h")
+EMU_HEADER = os.path.join(ROOT, "include", "kernelarc", "emu", "ka_emu.h")
 TRACE_HEADER = os.path.join(ROOT, "include", "kernelarc", "trace.h")
 FAMILIES = {
     "gqa": ("gqa_decode_cuda", ["012_gqa_paged_decode_h32_kv4_d128_ps1"]),
@@ -106,6 +106,10 @@ def load_family(fam):
     j = json.load(open(os.path.join(d, "family.json")))
     j["dir"] = d
     j["text"] = open(os.path.join(d, j["source"])).read()
+    # what a build also reads: the family's other files (its parts) and the device layer
+    dev = os.path.join(ROOT, "include", "kernelarc", "device")
+    j["deps"] = "".join(open(os.path.join(b, f)).read() for b in (d, dev) for f in sorted(os.listdir(b))
+                        if os.path.isfile(os.path.join(b, f)))
     return j
 
 
@@ -245,7 +249,7 @@ def nvcc_flags(arch):
 
 def build(fam, defn, knobs, mode, workdir, arch, verbose_ptxas=False):
     src = point_source(fam, defn, knobs)
-    h = hashlib.sha256((mode + arch + os.environ.get("KA_NVCC_EXTRA", "") + src + open(EMU_HEADER).read() +
+    h = hashlib.sha256((mode + arch + os.environ.get("KA_NVCC_EXTRA", "") + src + fam.get("deps", "") + open(EMU_HEADER).read() +
                         open(TRACE_HEADER).read()).encode()).hexdigest()[:16]  # (a trace build includes it)
     so = os.path.join(workdir, f"{fam['name']}_{knobs_str(knobs)}_{mode}_{h}.so")
     if os.path.exists(so) and not verbose_ptxas:
@@ -254,10 +258,12 @@ def build(fam, defn, knobs, mode, workdir, arch, verbose_ptxas=False):
     open(cu, "w").write(src)
     inc = os.path.join(ROOT, "include")
     if mode == "emu":
-        cmd = ["g++", "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-fno-gnu-unique", f"-I{inc}", f'-DKA_EMULATE="{EMU_HEADER}"',
+        cmd = ["g++", "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-fno-gnu-unique", f"-I{fam['dir']}", f"-I{inc}",
+               f'-DKA_EMULATE="{EMU_HEADER}"',
                "-o", so, cu]
     else:
-        cmd = [nvcc_path(), "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", *nvcc_flags(arch), "-o", so, cu]
+        cmd = [nvcc_path(), "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", *nvcc_flags(arch), f"-I{fam['dir']}",
+               "-o", so, cu]
         if verbose_ptxas:
             cmd[1:1] = ["-Xptxas", "-v"]
         cmd[1:1] = os.environ.get("KA_NVCC_EXTRA", "").split()  # e.g. -lineinfo for compute-sanitizer

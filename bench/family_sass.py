@@ -57,7 +57,7 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     cu, cubin, sass = args.out + ".cu", args.out + ".cubin", args.out + ".sass"
     open(cu, "w").write(st.point_source(fam, defn, k))
-    cmd = [st.nvcc_path(), "-cubin", "-Xptxas", "-v", *st.nvcc_flags("90a"), "-o", cubin, cu]
+    cmd = [st.nvcc_path(), "-cubin", "-Xptxas", "-v", *st.nvcc_flags("90a"), f"-I{fam['dir']}", "-o", cubin, cu]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"nvcc failed:\n{r.stderr[-3000:]}")

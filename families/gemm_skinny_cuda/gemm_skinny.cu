@@ -35,20 +35,16 @@
 // K % 8 == 0 and 16-byte aligned A and B (the judge's buffers are); otherwise a plain 64×64
 // shared-memory tiled kernel runs.
 //
-// Under KA_EMULATE (tests/test_gemm_skinny.cpp) the source builds with g++ against the attention
-// families' CPU emulator (threads as fibers, warp shuffles and mma.sync as collectives), with
+// Under KA_EMULATE (tests/test_gemm_skinny.cpp) the source builds with g++ against the device
+// layer's CPU emulator (kernelarc/emu/ka_emu.h: threads as fibers, warp shuffles and mma.sync as collectives), with
 // software fp16/bf16 conversions.
-#ifdef KA_EMULATE
-#include KA_EMULATE
-#else
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-#if KA_KC > 1
+#include <kernelarc/abi.h>
+#include <kernelarc/device/convert.cuh>
+#include <kernelarc/device/copy.cuh>
+#include <kernelarc/device/mma.cuh>
+#if !defined(KA_EMULATE) && KA_KC > 1
 #include <cooperative_groups.h>
 #endif
-#endif
-#include <kernelarc/abi.h>
 
 #include <cstdint>
 #include <cstring>
@@ -78,32 +74,15 @@ namespace {
 
 constexpr int kF16 = 1, kBF16 = 2;  // element type codes of the kernels' template argument
 
+using namespace ka_dev;
+
 // ── conversions (raw 16-bit storage) ────────────────────────────────────────────────────────────
-#ifdef KA_EMULATE
-#define KA_DYN_SMEM(name) unsigned char* name = emu::smem_base()
-#define KA_LAUNCH(kernel, grid, block, smem, ...) emu::launch(grid, block, smem, [=] { kernel(__VA_ARGS__); })
 template <int DT>
-inline float to_f(uint16_t u) {
-  return DT == kF16 ? ka_emu_ops::hf(u) : ka_emu_ops::bf(u);
-}
+using Elem = typename std::conditional<DT == kF16, F16, Bf16>::type;
 template <int DT>
-inline uint16_t from_f(float x) {
-  return DT == kF16 ? ka_emu_ops::f2h(x) : ka_emu_ops::f2bf(x);
-}
-#else
-#define KA_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
-#define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
+KA_DEV float to_f(uint16_t u) { return to_float<Elem<DT>>(u); }
 template <int DT>
-__device__ __forceinline__ float to_f(uint16_t u) {
-  if constexpr (DT == kF16) return __half2float(__ushort_as_half(u));
-  else return __bfloat162float(__ushort_as_bfloat16(u));
-}
-template <int DT>
-__device__ __forceinline__ uint16_t from_f(float x) {
-  if constexpr (DT == kF16) return __half_as_ushort(__float2half_rn(x));
-  else return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-}
-#endif
+KA_DEV uint16_t from_f(float x) { return from_float<Elem<DT>>(x); }
 
 template <int DT>
 __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
@@ -116,27 +95,11 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
 }
 
 // One m16n8k16 tensor-core product, fp32 accumulators (MMA = 1).
-#ifdef KA_EMULATE
 template <int DT>
-inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (DT == kF16) ka_emu_ops::mma_f16(c, a, b0, b1);
-  else ka_emu_ops::mma_bf16(c, a, b0, b1);
+KA_DEV void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (DT == kF16) mma_f16(c, a, b0, b1);
+  else mma_bf16(c, a, b0, b1);
 }
-#else
-template <int DT>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (DT == kF16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-#endif
 
 constexpr int kGroups = KA_WARPS / KA_KW;         // row groups per CTA (KW warps each)
 constexpr int kWarpRows = KA_MMA ? 16 * KA_RW : KA_RW;  // rows of B per warp
@@ -231,30 +194,6 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 // interleaved, which cost ~4 register moves per MMA.) KW warps split K, shared memory (the rings,
 // reused) sums them, and with KC > 1 the cluster's CTAs split K again and sum through distributed
 // shared memory.
-#ifdef KA_EMULATE
-using ka_emu_ops::cp_async_16;
-using ka_emu_ops::cp_async_commit;
-using ka_emu_ops::smem_u32;
-template <int N>
-inline void cp_async_wait_n() { ka_emu_ops::cp_async_wait(N); }
-inline void ldsm_x4(uint32_t a, uint32_t (&r)[4]) { ka_emu_ops::ldsm_x4(a, r[0], r[1], r[2], r[3], false); }
-#else
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait_n() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a)
-               : "memory");
-}
-#endif
 constexpr int kStages = KA_UNROLL + 1;  // MMA = 1: ring stages
 // The XOR swizzle of a stage row's eight 16-byte vectors: vector v of row r is stored at v ^ swz(r).
 // Shared memory serves 16-byte accesses eight lanes at a time: a copy phase is one row's eight

@@ -21,9 +21,9 @@
 // output is `output`. Any row count works (a block-uniform grid-stride loop over row groups); a
 // hidden size other than KA_HIDDEN or pointers not aligned to a VEC-element load take a generic
 // scalar kernel.
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 #include <kernelarc/abi.h>
+#include <kernelarc/device/convert.cuh>
+#include <kernelarc/device/reduce.cuh>
 
 #include <cstdint>
 
@@ -63,69 +63,35 @@ static_assert(kH % kVec == 0, "HIDDEN must be a multiple of VEC");
 static_assert(kG <= 32 ? (kG & (kG - 1)) == 0 : kG % 32 == 0, "THREADS: a power of two <= 32, or a multiple of 32");
 static_assert(kBlock % 32 == 0 && kBlock <= 1024, "THREADS * ROWS must be a multiple of 32, at most 1024");
 
-template <int W> struct VecOf;
-template <> struct VecOf<1> { using T = uint32_t; };
-template <> struct VecOf<2> { using T = uint2; };
-template <> struct VecOf<4> { using T = uint4; };
-using Vec = typename VecOf<kWords>::T;
-
-__device__ __forceinline__ void to_words(const uint32_t& v, uint32_t (&w)[1]) { w[0] = v; }
-__device__ __forceinline__ void to_words(const uint2& v, uint32_t (&w)[2]) { w[0] = v.x; w[1] = v.y; }
-__device__ __forceinline__ void to_words(const uint4& v, uint32_t (&w)[4]) {
-  w[0] = v.x; w[1] = v.y; w[2] = v.z; w[3] = v.w;
-}
-__device__ __forceinline__ void from_words(const uint32_t (&w)[1], uint32_t& v) { v = w[0]; }
-__device__ __forceinline__ void from_words(const uint32_t (&w)[2], uint2& v) { v = make_uint2(w[0], w[1]); }
-__device__ __forceinline__ void from_words(const uint32_t (&w)[4], uint4& v) { v = make_uint4(w[0], w[1], w[2], w[3]); }
-
-__device__ __forceinline__ Vec zero_vec() {
-  uint32_t w[kWords];
-#pragma unroll
-  for (int i = 0; i < kWords; ++i) w[i] = 0u;
-  Vec v;
-  from_words(w, v);
-  return v;
-}
+using namespace ka_dev;
+using Vec = ka_dev::Vec<kWords>;
 
 __device__ __forceinline__ void unpack(const Vec& v, float (&f)[kVec]) {
   uint32_t w[kWords];
   to_words(v, w);
 #pragma unroll
   for (int i = 0; i < kWords; ++i) {
-    f[2 * i] = __uint_as_float(w[i] << 16);
-    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    f[2 * i] = bf_lo(w[i]);
+    f[2 * i + 1] = bf_hi(w[i]);
   }
 }
 
 __device__ __forceinline__ Vec pack(const float (&f)[kVec]) {
   uint32_t w[kWords];
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) {
-    __nv_bfloat162 p = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);  // .x (low half) = first element
-    w[i] = *reinterpret_cast<uint32_t*>(&p);
-  }
+  for (int i = 0; i < kWords; ++i) w[i] = pack_bf16(f[2 * i], f[2 * i + 1]);  // low half = first element
   Vec v;
   from_words(w, v);
   return v;
 }
 
-// Loads and stores of the streamed tensors, with the cache policy of KA_STREAM.
-__device__ __forceinline__ Vec load_stream(const Vec* p) {
-  if constexpr (kStream) return __ldcs(p);
-  else return *p;
-}
-__device__ __forceinline__ void store_stream(Vec* p, const Vec& v) {
-  if constexpr (kStream) __stcs(p, v);
-  else *p = v;
-}
-
 // x = hidden (+ residual) for one load, in fp32; zeros for a row past the end.
 __device__ __forceinline__ void load_x(const Vec* __restrict__ hs, const Vec* __restrict__ res, int64_t at, bool live,
                                        float (&x)[kVec]) {
-  Vec a = live ? load_stream(hs + at) : zero_vec();
+  Vec a = live ? load_vec<kStream>(hs + at) : zero_vec<kWords>();
   unpack(a, x);
   if constexpr (kAdd) {
-    Vec b = live ? load_stream(res + at) : zero_vec();
+    Vec b = live ? load_vec<kStream>(res + at) : zero_vec<kWords>();
     float r[kVec];
     unpack(b, r);
 #pragma unroll
@@ -164,11 +130,9 @@ rmsnorm_kernel(const Vec* __restrict__ hs, const Vec* __restrict__ res, const Ve
 
     // Sum of squares over the row's kG threads.
     if constexpr (kG <= 32) {
-#pragma unroll
-      for (int off = kG / 2; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+      ss = warp_sum<kG>(ss);
     } else {
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+      ss = warp_sum<32>(ss);
       __shared__ float partial[kRows][kG > 32 ? kG / 32 : 1];
       if ((lane & 31) == 0) partial[sub][lane >> 5] = ss;
       __syncthreads();
@@ -195,7 +159,7 @@ rmsnorm_kernel(const Vec* __restrict__ hs, const Vec* __restrict__ res, const Ve
           float y[kVec];
 #pragma unroll
           for (int k = 0; k < kVec; ++k) y[k] = __fmul_rn(__fmul_rn(x[k], inv), wf[k]);
-          store_stream(out + base + c, pack(y));
+          store_vec<kStream>(out + base + c, pack(y));
         }
       }
     }
@@ -222,7 +186,7 @@ rmsnorm_generic_kernel(const uint16_t* __restrict__ hs, const uint16_t* __restri
       float v = load(i);
       ss = __fmaf_rn(v, v, ss);
     }
-    for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+    ss = warp_sum<32>(ss);
     if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
     __syncthreads();
     ss = 0.f;

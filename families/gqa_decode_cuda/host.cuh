@@ -1,0 +1,94 @@
+// host.cuh — the host side: per-device state, the split of the token range, workspace and launches.
+// A part of gqa_decode.cu (family.json "sources"), expanded where the entry includes it: no include guard.
+// ── host ───────────────────────────────────────────────────────────────────────────────────────
+struct State {
+  bool init = false;
+  int sms = 132, occ = 1;
+  void* scratch = nullptr;
+  size_t scratch_bytes = 0;
+  int* counters = nullptr;
+  size_t counters_n = 0;
+};
+
+State g_state;
+inline State& state() { return g_state; }
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const ka::TensorArg& v_cache,
+                   const ka::TensorArg& kv_indptr, const ka::TensorArg& kv_indices, double sm_scale,
+                   const ka::TensorArg& output, const ka::TensorArg& lse) {
+  const int64_t B = q.size(0);
+  if (B <= 0) return;
+  const int64_t N = kv_indices.ndim >= 1 ? kv_indices.size(0) : 0;
+  State& st = state();
+  if (!st.init) {
+    const KernelFit fit = fit_kernel(gqa_decode_kernel, NTHREADS, SMEM_BYTES);
+    st.sms = fit.sms;
+    st.occ = fit.occ;
+    st.init = true;
+  }
+  Params p{};
+  p.q = static_cast<const uint16_t*>(q.data);
+  p.k = static_cast<const uint16_t*>(k_cache.data);
+  p.v = static_cast<const uint16_t*>(v_cache.data);
+  p.indptr = static_cast<const int*>(kv_indptr.data);
+  p.indices = static_cast<const int*>(kv_indices.data);
+  p.out = static_cast<uint16_t*>(output.data);
+  p.lse = static_cast<float*>(lse.data);
+  p.B = static_cast<int>(B);
+  p.N = static_cast<int>(N);
+  p.num_pages = static_cast<int>(k_cache.size(0));
+  p.scale_log2 = static_cast<float>(sm_scale * 1.4426950408889634);
+
+  const bool split = KA_SPLIT_TOKENS > 0;
+  // CTAs per chunk (or per sequence): one per kv head (HEADS=1) or one for all of them (HEADS=0).
+  constexpr int64_t kCtasPerUnit = HKV / NH;
+  int64_t grid;
+  if (!split) {
+    p.chunk = 0;
+    p.nchunks = static_cast<int>(B);
+    grid = B * kCtasPerUnit;
+  } else {
+    const int64_t cap = ceil_div(KA_SPLIT_TOKENS, T) * T;
+    const int64_t floor_ = KA_NO_SPLIT_BELOW > T ? ceil_div(KA_NO_SPLIT_BELOW, T) * T : T;
+    const int64_t target = static_cast<int64_t>(KA_WAVES) * st.sms * st.occ;
+    int64_t chunk = ceil_div(ceil_div(N * kCtasPerUnit, target), T) * T;
+    chunk = chunk > cap ? cap : chunk;
+    chunk = chunk < floor_ ? floor_ : chunk;
+    p.chunk = static_cast<int>(chunk);
+    p.nchunks = static_cast<int>(N > 0 ? ceil_div(N, chunk) : 1);
+    grid = static_cast<int64_t>(p.nchunks) * kCtasPerUnit;
+    if (p.nchunks > 1) {
+      const size_t part = static_cast<size_t>(p.nchunks) * 2 * HKV * G;
+      const size_t bytes = part * (D + 1) * sizeof(float) + 256;
+      if (bytes > st.scratch_bytes) {
+        if (st.scratch) cudaFree(st.scratch);
+        st.scratch = nullptr;
+        st.scratch_bytes = 0;
+        if (cudaMalloc(&st.scratch, bytes) != cudaSuccess) return;
+        st.scratch_bytes = bytes;
+      }
+      p.part_o = static_cast<float*>(st.scratch);
+      p.part_lse = p.part_o + part * D;
+      if (KA_FUSED_MERGE) {
+        const size_t need = static_cast<size_t>(B) * HKV;
+        if (need > st.counters_n) {
+          if (st.counters) cudaFree(st.counters);
+          st.counters = nullptr;
+          st.counters_n = 0;
+          if (cudaMalloc(reinterpret_cast<void**>(&st.counters), need * sizeof(int)) != cudaSuccess) return;
+          cudaMemset(st.counters, 0, need * sizeof(int));
+          st.counters_n = need;
+        }
+        p.counters = st.counters;
+      }
+    }
+  }
+#ifdef KA_TRACE
+  ka_trace::set_grid(grid);
+#endif
+  KA_LAUNCH(gqa_decode_kernel, dim3(static_cast<unsigned>(grid)), dim3(NTHREADS), SMEM_BYTES, p);
+  if (split && p.nchunks > 1 && !KA_FUSED_MERGE)
+    KA_LAUNCH(gqa_merge_kernel, dim3(static_cast<unsigned>(B * HKV)), dim3(NT), 0, p);
+}

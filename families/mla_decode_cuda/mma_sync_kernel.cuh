@@ -1,0 +1,305 @@
+// mma_sync_kernel.cuh — the mma.sync kernel (MMA=0): Q.K^T by warps splitting the 576 dims, the online
+// softmax, P.V by warps splitting the 512 output dims, split-KV partials and the fused merge.
+// A part of mla_decode.cu (family.json "sources"), expanded where the entry includes it: no include guard.
+__global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
+  trace_at(0, true);
+  KA_DYN_SMEM(smem);
+  unsigned char* const stages = smem;
+  float4* const sx = reinterpret_cast<float4*>(smem + STAGES * STAGE_BYTES);  // [W][NTT][32]
+  int* const flag = reinterpret_cast<int*>(smem + STAGES * STAGE_BYTES + SX_BYTES);
+  int* const idx_ring = flag + 4;  // [STAGES][T]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int unit = blockIdx.x;
+  const bool seq_mode = p.chunk == 0;
+  const int* __restrict__ ip = p.indptr;
+
+  int cs, ce;
+  const int ntiles = cta_kv_range<T>(ip, unit, p.chunk, p.N, cs, ce);  // (and the trace's tile count)
+
+  // Loads: thread tid copies ckv chunk (tid % CCH) of rows tid/CCH + i*RPP, and the kpe chunk of
+  // the same index when tid % CCH < PCH; a warp covers 512 contiguous bytes of a row.
+  const int lcol = tid % CCH, lrow = tid / CCH;
+  // The page ids travel one pipeline depth ahead of their tile through idx_ring, as in
+  // gqa_decode_cuda (see there): the group of tile u also brings the ids of tile u + STAGES-1.
+  // The issue per row is as cheap as there too: base pointers formed once, one unsigned min per
+  // id, rows past the range's end known from one count (zero-filled; no pages: none valid).
+  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, cs, ce, p.num_pages, lrow, tid);
+  using Rows = PageIds<T, NR, RPP, STAGES>::Rows;
+  const int ce_load = ids.ce_load;
+  const unsigned char* const cbase = reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8);
+  const unsigned char* const pbase = reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8);
+  auto issue = [&](int stage, const Rows& r) {
+    const uint32_t st = smem_u32(stages + stage * STAGE_BYTES + lrow * ROWB + lcol * 16);
+#pragma unroll
+    for (int i = 0; i < NR; ++i) {
+      const int bytes = i * RPP < r.left ? 16 : 0;
+      const int64_t page = r.page[i];
+      cp_async_kv(st + i * RPP * ROWB, cbase + page * (DC * 2), bytes);
+      if (lcol < PCH) cp_async_kv(st + i * RPP * ROWB + 2 * DC, pbase + page * (DP * 2), bytes);
+    }
+  };
+
+  Rows rows;
+  {
+    Rows pre[STAGES - 1];
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s)
+      if (s < ntiles) ids.load(s, pre[s]);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < ntiles) issue(s, pre[s]);
+      ids.prefetch(s + STAGES - 1);
+      cp_async_commit();
+    }
+  }
+
+  const bool first_chunk = seq_mode || unit == 0;
+  const bool last_chunk = seq_mode || unit == p.nchunks - 1;
+  const int b_limit = seq_mode ? unit + 1 : p.B;
+  int cur_b = seq_mode ? unit : (unit == 0 ? 0 : count_le(ip, p.B, cs, lane));
+  int seq_s = 0, seq_e = 0, seg_s = 0, seg_e = 0;
+
+  // This warp's k-steps of the score ([ks0, ks0 + nks)) and output dims ([warp*DW, +DW)).
+  const int ks0 = warp * KS_ALL / W;
+  const int nks = (warp + 1) * KS_ALL / W - ks0;
+  const int r0 = lane >> 2, r1 = r0 + 8, cq = 2 * (lane & 3);
+
+  // Online-softmax state (the same in every warp: each sums the same partial scores in the same
+  // order) for rows r0, r1; l: sum of P as rounded to bf16, e: exact sum.
+  float m0 = kNegInf, m1 = kNegInf, l0 = 0.f, l1 = 0.f, e0 = 0.f, e1 = 0.f;
+  float o[NTO][4];
+  uint32_t qa[KSW][4];
+
+  auto reset_state = [&]() {
+    m0 = m1 = kNegInf;
+    l0 = l1 = e0 = e1 = 0.f;
+#pragma unroll
+    for (int n = 0; n < NTO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  };
+  auto load_q = [&](int b) {
+    const uint16_t* qn = p.qn + static_cast<int64_t>(b) * H * DC;
+    const uint16_t* qp = p.qp + static_cast<int64_t>(b) * H * DP;
+#pragma unroll
+    for (int i = 0; i < KSW; ++i) {
+      if (i < nks) {
+        const int d = 16 * (ks0 + i) + cq;  // a k-step lies wholly in q_nope or in q_pe
+        if (d < DC) {
+          qa[i][0] = ld_u32(qn + r0 * DC + d);
+          qa[i][1] = ld_u32(qn + r1 * DC + d);
+          qa[i][2] = ld_u32(qn + r0 * DC + d + 8);
+          qa[i][3] = ld_u32(qn + r1 * DC + d + 8);
+        } else {
+          qa[i][0] = ld_u32(qp + r0 * DP + d - DC);
+          qa[i][1] = ld_u32(qp + r1 * DP + d - DC);
+          qa[i][2] = ld_u32(qp + r0 * DP + d - DC + 8);
+          qa[i][3] = ld_u32(qp + r1 * DP + d - DC + 8);
+        }
+      } else {
+        qa[i][0] = qa[i][1] = qa[i][2] = qa[i][3] = 0u;
+      }
+    }
+  };
+  auto write_empty = [&](int b) {
+    uint32_t* ob = reinterpret_cast<uint32_t*>(p.out + static_cast<int64_t>(b) * H * DC);
+    for (int i = tid; i < H * DC / 2; i += NT) ob[i] = 0u;
+    if (tid < H) p.lse[static_cast<int64_t>(b) * H + tid] = kNegInf;
+  };
+  auto advance = [&](int b) -> bool {
+    for (; b < b_limit; ++b) {
+      const int s = __ldg(ip + b), e = __ldg(ip + b + 1);
+      if (e <= s) {
+        if (seq_mode || ((s > cs || first_chunk) && (s <= ce || last_chunk))) write_empty(b);
+        continue;
+      }
+      if (!seq_mode && s >= ce) return false;
+      cur_b = b;
+      seq_s = s;
+      seq_e = e;
+      seg_s = imax(s, cs);
+      seg_e = imin(e, ce);
+      load_q(b);
+      reset_state();
+      return true;
+    }
+    return false;
+  };
+
+  // The current segment's part [lo, hi) of a tile, by the whole CTA (two barriers inside).
+  auto cta_tile = [&](int stage, int ts, int lo, int hi) {
+    const unsigned char* st = stages + stage * STAGE_BYTES;
+    // Partial scores over this warp's k-steps, for all T tokens.
+    float s[NTT][4];
+#pragma unroll
+    for (int j = 0; j < NTT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    const uint32_t sbase = smem_u32(st + ((lane & 7) + 8 * (lane >> 4)) * ROWB + ((lane >> 3) & 1) * 16);
+#pragma unroll
+    for (int i = 0; i < KSW; ++i) {
+      if (i < nks) {
+        const uint32_t kb = sbase + (ks0 + i) * 32;
+#pragma unroll
+        for (int jp = 0; jp < NTT / 2; ++jp) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4(kb + jp * 16 * ROWB, b0, b1, b2, b3);
+          mma_bf16(s[2 * jp], qa[i], b0, b1);
+          mma_bf16(s[2 * jp + 1], qa[i], b2, b3);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NTT; ++j) sx[(warp * NTT + j) * 32 + lane] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < NTT; ++j) {
+      float4 a = sx[j * 32 + lane];
+#pragma unroll
+      for (int w = 1; w < W; ++w) {
+        const float4 b = sx[(w * NTT + j) * 32 + lane];
+        a.x += b.x;
+        a.y += b.y;
+        a.z += b.z;
+        a.w += b.w;
+      }
+      s[j][0] = a.x;
+      s[j][1] = a.y;
+      s[j][2] = a.z;
+      s[j][3] = a.w;
+    }
+    // Scale, mask tokens outside [lo, hi), online softmax (rows r0 and r1).
+    float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+    for (int j = 0; j < NTT; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int pos = ts + 8 * j + cq + e;
+        const bool ok = pos >= lo && pos < hi;
+        s[j][e] = ok ? s[j][e] * p.scale_log2 : kNegInf;
+        s[j][2 + e] = ok ? s[j][2 + e] * p.scale_log2 : kNegInf;
+        mx0 = fmaxf(mx0, s[j][e]);
+        mx1 = fmaxf(mx1, s[j][2 + e]);
+      }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
+    const float a0 = exp2f(m0 - mu0), a1 = exp2f(m1 - mu1);
+    m0 = mn0;
+    m1 = mn1;
+    uint32_t pk[NTT][2];
+    float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
+#pragma unroll
+    for (int j = 0; j < NTT; ++j) {
+      const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
+      const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
+      pk[j][0] = pack_bf16(p00, p01);
+      pk[j][1] = pack_bf16(p10, p11);
+      ls0 += bf_lo(pk[j][0]) + bf_hi(pk[j][0]);
+      ls1 += bf_lo(pk[j][1]) + bf_hi(pk[j][1]);
+      es0 += p00 + p01;
+      es1 += p10 + p11;
+    }
+    l0 = l0 * a0 + ls0;
+    l1 = l1 * a1 + ls1;
+    e0 = e0 * a0 + es0;
+    e1 = e1 * a1 + es1;
+    scale_rows(o, a0, a1);
+    // O[:, warp's dims] += P · ckv rows.
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) {
+      const uint32_t pa[4] = {pk[2 * kt][0], pk[2 * kt][1], pk[2 * kt + 1][0], pk[2 * kt + 1][1]};
+      const uint32_t vb = smem_u32(st + (16 * kt + (lane & 7) + 8 * ((lane >> 3) & 1)) * ROWB +
+                                   (warp * (DW / 8) + (lane >> 4)) * 16);
+      mma_bf16_ldsm_t(o, pa, vb);
+    }
+  };
+
+  // Ends the current segment: every warp writes its output dims (the softmax state is the same in
+  // all warps), as the final output or as a partial; with FUSED_MERGE the sequence's last CTA merges.
+  auto finalize = [&]() {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    e0 += __shfl_xor_sync(0xffffffffu, e0, 1);
+    e0 += __shfl_xor_sync(0xffffffffu, e0, 2);
+    e1 += __shfl_xor_sync(0xffffffffu, e1, 1);
+    e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
+    const float i0 = 1.f / l0, i1 = 1.f / l1;
+    const float lse0 = m0 + log2f(e0), lse1 = m1 + log2f(e1);
+    const bool full = seq_mode || (seq_s >= cs && seq_e <= ce);
+    const int d0 = warp * DW + cq;
+    if (full) {
+      uint16_t* ob = p.out + static_cast<int64_t>(cur_b) * H * DC;
+#pragma unroll
+      for (int n = 0; n < NTO; ++n) {
+        *reinterpret_cast<uint32_t*>(ob + r0 * DC + d0 + 8 * n) = pack_bf16(o[n][0] * i0, o[n][1] * i0);
+        *reinterpret_cast<uint32_t*>(ob + r1 * DC + d0 + 8 * n) = pack_bf16(o[n][2] * i1, o[n][3] * i1);
+      }
+      if (warp == 0 && (lane & 3) == 0) {
+        p.lse[static_cast<int64_t>(cur_b) * H + r0] = lse0;
+        p.lse[static_cast<int64_t>(cur_b) * H + r1] = lse1;
+      }
+    } else {
+      const int slot = seg_s == cs ? 0 : 1;
+      const int64_t pidx = static_cast<int64_t>(unit) * 2 + slot;
+      float* po = p.part_o + pidx * H * DC;
+#pragma unroll
+      for (int n = 0; n < NTO; ++n) {
+        *reinterpret_cast<float2*>(po + r0 * DC + d0 + 8 * n) = make_float2(o[n][0] * i0, o[n][1] * i0);
+        *reinterpret_cast<float2*>(po + r1 * DC + d0 + 8 * n) = make_float2(o[n][2] * i1, o[n][3] * i1);
+      }
+      if (warp == 0 && (lane & 3) == 0) {
+        p.part_lse[pidx * H + r0] = lse0;
+        p.part_lse[pidx * H + r1] = lse1;
+      }
+      if (KA_FUSED_MERGE) {
+        __threadfence();  // this thread's partial writes, visible device-wide before the count
+        __syncthreads();
+        if (tid == 0) {
+          const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
+          __threadfence();  // release: the CTA's partials (ordered before by the barrier) before the count
+          const int old = atomicAdd(p.counters + cur_b, 1);
+          __threadfence();  // acquire: the other CTAs' partials, read below with ld.global.cg
+          *flag = old == n_b - 1;
+        }
+        __syncthreads();
+        if (*flag) {
+          merge_rows(p, cur_b, 0, H, tid, NT);
+          if (tid == 0) p.counters[cur_b] = 0;  // ready for the next launch
+        }
+      }
+    }
+    __syncthreads();  // sx and flag are reused by the next segment
+  };
+
+  bool have = advance(cur_b);
+  for (int t = 0; t < ntiles && have; ++t) {
+    cp_async_wait_n<STAGES - 2>();
+    __syncthreads();  // tile t landed for every thread; every warp is done with tile t-1
+    if (t == 0) trace_at(1);
+    if (t == ntiles - 1) trace_at(2);
+    {
+      const int u = t + STAGES - 1;
+      if (u < ntiles) {
+        ids.from_ring(u, rows);
+        issue(u % STAGES, rows);
+      }
+      ids.prefetch(u + STAGES - 1);
+      cp_async_commit();
+    }
+    const int ts = cs + t * T, te = imin(ts + T, ce);
+    const int stage = t % STAGES;
+    while (true) {
+      const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
+      if (lo < hi) cta_tile(stage, ts, lo, hi);
+      if (seg_e > te) break;
+      finalize();
+      have = advance(cur_b + 1);
+      if (!have) break;
+    }
+  }
+  cp_async_wait_n<0>();
+  trace_at(3);
+}
