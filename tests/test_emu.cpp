@@ -1,5 +1,5 @@
 // test_emu.cpp — the CPU emulator of the CUDA subset the families use
-// (families/gqa_decode_cuda/emu/ka_emu.h): a cp.async that a later cp.async.mbarrier.arrive.noinc
+// (include/kernelarc/emu/ka_emu.h): a cp.async that a later cp.async.mbarrier.arrive.noinc
 // also tracks stays in its commit group, as on the hardware: cp.async.wait_group retires it (the
 // data lands), and the barrier's later completion does not perform it a second time over newer
 // data. A kernel that waits for its page ids by group while tracking its K/V copies on an mbarrier
@@ -55,7 +55,7 @@ int main() {
 // Builds `program` (a main() against the emulator) with g++ in a new temporary folder; the
 // compiler's result, and the binary at dir / "k".
 RunResult build_emulated(const char* program, fs::path& dir) {
-  const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
+  const fs::path emu = kRoot / "include" / "kernelarc" / "emu" / "ka_emu.h";
   dir = make_temp_dir((fs::temp_directory_path() / "ka-emu-").string());
   write_atomic(dir / "k.cpp", "#include \"" + emu.string() + "\"\n" + program);
   return run_command({"g++", "-std=c++17", "-O1", "-o", (dir / "k").string(), (dir / "k.cpp").string()},

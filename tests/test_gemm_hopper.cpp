@@ -1,5 +1,5 @@
 // tests/test_gemm_hopper.cpp — the Hopper GEMM family families/gemm_hopper_cuda run through the CPU
-// emulator (KA_EMULATE, families/gqa_decode_cuda/emu/ka_emu.h: TMA tensor loads and stores,
+// emulator (KA_EMULATE, include/kernelarc/emu/ka_emu.h: TMA tensor loads and stores,
 // mbarriers, wgmma with fp16 and bf16 operands, named barriers, clusters with TMA multicast and
 // remote arrivals, each checked for misuse): points of its persistent kernel (PERSIST 1, and the
 // ping-pong PERSIST 2; alone and in clusters of 2 and 4; 2 or 4 staging buffers), its
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
 )";
 
 TEST(GemmHopper, EmulatedPointsComputeTheProduct) {
-  const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
+  const fs::path emu = kRoot / "include" / "kernelarc" / "emu" / "ka_emu.h";
   ASSERT_TRUE(fs::exists(emu));
   const Family f = load_family(kRoot / "families" / "gemm_hopper_cuda");
   Problem p = synthetic_gemm(512, 2048);  // K of the space's constraints (split-K); the runs take their sizes from the arguments

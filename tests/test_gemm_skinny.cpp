@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
 )";
 
 TEST(GemmSkinny, EmulatedPointsComputeTheProduct) {
-  const fs::path emu = kRoot / "families" / "gqa_decode_cuda" / "emu" / "ka_emu.h";
+  const fs::path emu = kRoot / "include" / "kernelarc" / "emu" / "ka_emu.h";
   ASSERT_TRUE(fs::exists(emu));
   Problem p = synthetic_gemm(64, 264);
   const std::vector<Knobs> points{{{"MMA", 0}, {"WARPS", 8}, {"KW", 8}, {"UNROLL", 1}, {"MAXM", 8}, {"RW", 1}},
