@@ -89,7 +89,7 @@ std::string family_where(const Family& f) { return (f.dir / "family.json").strin
 // header's text (recursively; a header is expanded where it is included, as often as it is
 // included: parts carry no include guards, they are pieces of the one source).
 std::string expand_parts(const std::string& text, const std::vector<SourceFile>& parts, int depth = 0) {
-  static const std::regex re(R"(^\s*#\s*include\s*"([^"]+)")");
+  static const std::regex re(R"re(^\s*#\s*include\s*"([^"]+)")re");
   if (depth > 16) user_error("family parts include each other more than 16 levels deep");
   std::istringstream in(text);
   std::string line, out;
