@@ -278,11 +278,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
 #endif
 
   // Segment walk state (uniform over the CTA).
-  const bool first_chunk = seq_mode || unit == 0;
-  const bool last_chunk = seq_mode || unit == p.nchunks - 1;
-  const int b_limit = seq_mode ? unit + 1 : p.B;
-  int cur_b = seq_mode ? unit : (unit == 0 ? 0 : count_le(ip, p.B, cs, lane));
-  int seq_s = 0, seq_e = 0, seg_s = 0, seg_e = 0;
+  KvSegments seg(ip, p.B, unit, p.nchunks, cs, ce, seq_mode, lane);
 
   // Per-warp online-softmax state for rows r0 = lane/4 and r1 = r0 + 8 of the mma tile.
   // l sums P as rounded to bf16 (it normalises O, whose P·V used those values); e sums the exact
@@ -318,23 +314,10 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   // Moves to the first sequence >= b with tokens in this CTA's range, writing the empty sequences
   // this CTA owns on the way; false when there is none.
   auto advance = [&](int b) -> bool {
-    for (; b < b_limit; ++b) {
-      const int s = __ldg(ip + b), e = __ldg(ip + b + 1);
-      if (e <= s) {
-        if (seq_mode || ((s > cs || first_chunk) && (s <= ce || last_chunk))) write_empty(b);
-        continue;
-      }
-      if (!seq_mode && s >= ce) return false;
-      cur_b = b;
-      seq_s = s;
-      seq_e = e;
-      seg_s = imax(s, cs);
-      seg_e = imin(e, ce);
-      load_q(b);
-      reset_state();
-      return true;
-    }
-    return false;
+    if (!seg.advance(b, write_empty)) return false;
+    load_q(seg.cur_b);
+    reset_state();
+    return true;
   };
 
   // One warp's share (tokens [warp*TPW, +TPW) of the tile) of the current segment [lo, hi).
@@ -520,8 +503,8 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       }
       csync();  // warp w's sum in red_o before warp w+1 adds to it (and, after the last, before the writes below)
     }
-    const bool full = seq_mode || (seq_s >= cs && seq_e <= ce);
-    const int slot = seg_s == cs ? 0 : 1;
+    const bool full = seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
+    const int slot = seg.seg_s == cs ? 0 : 1;
     const int64_t pidx0 = (static_cast<int64_t>(unit) * 2 + slot) * HKV + (KA_HEADS ? g : 0);
     constexpr int D4 = D / 4;
     for (int i = tid; i < NH * G * D4; i += NT) {
@@ -544,7 +527,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       const float inv = 1.f / L;
       const float lse2 = M + log2f(E);
       if (full) {
-        const int64_t orow = static_cast<int64_t>(cur_b) * HQ + gi * G + row;
+        const int64_t orow = static_cast<int64_t>(seg.cur_b) * HQ + gi * G + row;
         uint2 wv;
         wv.x = pack_bf16(acc.x * inv, acc.y * inv);
         wv.y = pack_bf16(acc.z * inv, acc.w * inv);
@@ -560,49 +543,49 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       csync();  // every consumer's partial writes before thread 0 counts this CTA as done
 #if KA_HEADS
       if (tid == 0) {
-        const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
+        const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
         // release: the CTA's partials before the count; acquire: the other CTAs' partials, read
         // below (ld.global.cg) by the consumers after the barrier
-        const int old = atom_add_acq_rel_gpu(p.counters + cur_b * HKV + g, 1);
+        const int old = atom_add_acq_rel_gpu(p.counters + seg.cur_b * HKV + g, 1);
         *flag = old == n_b - 1;
       }
       csync();  // thread 0's *flag visible to every consumer
       if (*flag) {
-        merge_group(p, cur_b, g, tid);
-        if (tid == 0) p.counters[cur_b * HKV + g] = 0;  // ready for the next launch
+        merge_group(p, seg.cur_b, g, tid);
+        if (tid == 0) p.counters[seg.cur_b * HKV + g] = 0;  // ready for the next launch
       }
 #else
       // Thread h counts head h (each head's CTAs of the sequence are the same ones, but the
       // counters stay per (sequence, kv head) as with HEADS=1, so the merge and its layout are one).
       if (tid < NH) {
-        const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
-        const int old = atom_add_acq_rel_gpu(p.counters + cur_b * HKV + tid, 1);  // as with HEADS=1
+        const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
+        const int old = atom_add_acq_rel_gpu(p.counters + seg.cur_b * HKV + tid, 1);  // as with HEADS=1
         flag[tid] = old == n_b - 1;
       }
       csync();  // the flags visible to every consumer
 #pragma unroll 1
       for (int h = 0; h < NH; ++h)
         if (flag[h]) {
-          merge_group(p, cur_b, h, tid);
-          if (tid == 0) p.counters[cur_b * HKV + h] = 0;  // ready for the next launch
+          merge_group(p, seg.cur_b, h, tid);
+          if (tid == 0) p.counters[seg.cur_b * HKV + h] = 0;  // ready for the next launch
         }
 #endif
     }
     csync();  // red_o / red_ml / flag are reused by the next segment
   };
 
-  bool have = advance(cur_b);
+  bool have = advance(seg.cur_b);
   // The segments of tile t (its stage landed): each warp's share of every segment the tile
   // touches, finalizing the segments that end inside it; `have` turns false past the last one.
   auto walk_tile = [&](int t) {
     const int ts = cs + t * T, te = imin(ts + T, ce);
     const int stage = t % STAGES;
     while (true) {
-      const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
+      const int lo = imax(seg.seg_s, ts), hi = imin(seg.seg_e, te);
       if (lo < hi) warp_tile(stage, ts, lo, hi);
-      if (seg_e > te) break;
+      if (seg.seg_e > te) break;
       finalize();
-      have = advance(cur_b + 1);
+      have = advance(seg.cur_b + 1);
       if (!have) break;
     }
   };

@@ -49,8 +49,7 @@ __device__ __forceinline__ void merge_group(const Params& p, int b, int g, int t
 #pragma unroll
       for (int u = 0; u < MB; ++u) {
         if (cb + u > c1) break;
-        const float o4[4] = {ov[u].x, ov[u].y, ov[u].z, ov[u].w};
-        lse_merge(M, L, acc, li[u], o4);
+        lse_merge(M, L, acc, li[u], ov[u]);
       }
     }
     const float inv = 1.f / L;

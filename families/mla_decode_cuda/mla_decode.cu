@@ -178,8 +178,7 @@ __device__ __forceinline__ void merge_rows(const Params& p, int b, int h0, int h
       const int64_t pidx = static_cast<int64_t>(c) * 2 + slot;
       const float li = __ldcg(p.part_lse + pidx * H + row);
       const float4 ov = __ldcg(reinterpret_cast<const float4*>(p.part_o + (pidx * H + row) * DC) + d4);
-      const float o4[4] = {ov.x, ov.y, ov.z, ov.w};
-      lse_merge(M, L, acc, li, o4);
+      lse_merge(M, L, acc, li, ov);
     }
     const float inv = 1.f / L;
     const int64_t orow = static_cast<int64_t>(b) * H + row;

@@ -54,11 +54,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     }
   }
 
-  const bool first_chunk = seq_mode || unit == 0;
-  const bool last_chunk = seq_mode || unit == p.nchunks - 1;
-  const int b_limit = seq_mode ? unit + 1 : p.B;
-  int cur_b = seq_mode ? unit : (unit == 0 ? 0 : count_le(ip, p.B, cs, lane));
-  int seq_s = 0, seq_e = 0, seg_s = 0, seg_e = 0;
+  KvSegments seg(ip, p.B, unit, p.nchunks, cs, ce, seq_mode, lane);  // the sequences of the range, in order
 
   // This warp's k-steps of the score ([ks0, ks0 + nks)) and output dims ([warp*DW, +DW)).
   const int ks0 = warp * KS_ALL / W;
@@ -106,23 +102,10 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     if (tid < H) p.lse[static_cast<int64_t>(b) * H + tid] = kNegInf;
   };
   auto advance = [&](int b) -> bool {
-    for (; b < b_limit; ++b) {
-      const int s = __ldg(ip + b), e = __ldg(ip + b + 1);
-      if (e <= s) {
-        if (seq_mode || ((s > cs || first_chunk) && (s <= ce || last_chunk))) write_empty(b);
-        continue;
-      }
-      if (!seq_mode && s >= ce) return false;
-      cur_b = b;
-      seq_s = s;
-      seq_e = e;
-      seg_s = imax(s, cs);
-      seg_e = imin(e, ce);
-      load_q(b);
-      reset_state();
-      return true;
-    }
-    return false;
+    if (!seg.advance(b, write_empty)) return false;
+    load_q(seg.cur_b);
+    reset_state();
+    return true;
   };
 
   // The current segment's part [lo, hi) of a tile, by the whole CTA (two barriers inside).
@@ -228,21 +211,21 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
     const float i0 = 1.f / l0, i1 = 1.f / l1;
     const float lse0 = m0 + log2f(e0), lse1 = m1 + log2f(e1);
-    const bool full = seq_mode || (seq_s >= cs && seq_e <= ce);
+    const bool full = seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
     const int d0 = warp * DW + cq;
     if (full) {
-      uint16_t* ob = p.out + static_cast<int64_t>(cur_b) * H * DC;
+      uint16_t* ob = p.out + static_cast<int64_t>(seg.cur_b) * H * DC;
 #pragma unroll
       for (int n = 0; n < NTO; ++n) {
         *reinterpret_cast<uint32_t*>(ob + r0 * DC + d0 + 8 * n) = pack_bf16(o[n][0] * i0, o[n][1] * i0);
         *reinterpret_cast<uint32_t*>(ob + r1 * DC + d0 + 8 * n) = pack_bf16(o[n][2] * i1, o[n][3] * i1);
       }
       if (warp == 0 && (lane & 3) == 0) {
-        p.lse[static_cast<int64_t>(cur_b) * H + r0] = lse0;
-        p.lse[static_cast<int64_t>(cur_b) * H + r1] = lse1;
+        p.lse[static_cast<int64_t>(seg.cur_b) * H + r0] = lse0;
+        p.lse[static_cast<int64_t>(seg.cur_b) * H + r1] = lse1;
       }
     } else {
-      const int slot = seg_s == cs ? 0 : 1;
+      const int slot = seg.seg_s == cs ? 0 : 1;
       const int64_t pidx = static_cast<int64_t>(unit) * 2 + slot;
       float* po = p.part_o + pidx * H * DC;
 #pragma unroll
@@ -258,23 +241,23 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
         __threadfence();  // this thread's partial writes, visible device-wide before the count
         __syncthreads();
         if (tid == 0) {
-          const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
+          const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
           __threadfence();  // release: the CTA's partials (ordered before by the barrier) before the count
-          const int old = atomicAdd(p.counters + cur_b, 1);
+          const int old = atomicAdd(p.counters + seg.cur_b, 1);
           __threadfence();  // acquire: the other CTAs' partials, read below with ld.global.cg
           *flag = old == n_b - 1;
         }
         __syncthreads();
         if (*flag) {
-          merge_rows(p, cur_b, 0, H, tid, NT);
-          if (tid == 0) p.counters[cur_b] = 0;  // ready for the next launch
+          merge_rows(p, seg.cur_b, 0, H, tid, NT);
+          if (tid == 0) p.counters[seg.cur_b] = 0;  // ready for the next launch
         }
       }
     }
     __syncthreads();  // sx and flag are reused by the next segment
   };
 
-  bool have = advance(cur_b);
+  bool have = advance(seg.cur_b);
   for (int t = 0; t < ntiles && have; ++t) {
     cp_async_wait_n<STAGES - 2>();
     __syncthreads();  // tile t landed for every thread; every warp is done with tile t-1
@@ -292,11 +275,11 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     const int ts = cs + t * T, te = imin(ts + T, ce);
     const int stage = t % STAGES;
     while (true) {
-      const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
+      const int lo = imax(seg.seg_s, ts), hi = imin(seg.seg_e, te);
       if (lo < hi) cta_tile(stage, ts, lo, hi);
-      if (seg_e > te) break;
+      if (seg.seg_e > te) break;
       finalize();
-      have = advance(cur_b + 1);
+      have = advance(seg.cur_b + 1);
       if (!have) break;
     }
   }

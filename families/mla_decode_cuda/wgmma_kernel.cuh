@@ -97,11 +97,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     }
   }
 
-  const bool first_chunk = seq_mode || unit == 0;
-  const bool last_chunk = seq_mode || unit == p.nchunks - 1;
-  const int b_limit = seq_mode ? unit + 1 : p.B;
-  int cur_b = seq_mode ? unit : (unit == 0 ? 0 : count_le(ip, p.B, cs, lane));
-  int seq_s = 0, seq_e = 0, seg_s = 0, seg_e = 0;
+  KvSegments seg(ip, p.B, unit, p.nchunks, cs, ce, seq_mode, lane);  // the sequences of the range, in order
 
   // Online-softmax state of this thread's 4 heads (c = 2j + e: head 8j + 2q + e), the same in
   // every warpgroup; m: running max, l: this thread's sum of P as rounded to bf16 (its 2 tokens per
@@ -139,23 +135,10 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     if (tid < H) p.lse[static_cast<int64_t>(b) * H + tid] = kNegInf;
   };
   auto advance = [&](int b) -> bool {
-    for (; b < b_limit; ++b) {
-      const int s = __ldg(ip + b), e = __ldg(ip + b + 1);
-      if (e <= s) {
-        if (seq_mode || ((s > cs || first_chunk) && (s <= ce || last_chunk))) write_empty(b);
-        continue;
-      }
-      if (!seq_mode && s >= ce) return false;
-      cur_b = b;
-      seq_s = s;
-      seq_e = e;
-      seg_s = imax(s, cs);
-      seg_e = imin(e, ce);
-      load_q(b);
-      reset_state();
-      return true;
-    }
-    return false;
+    if (!seg.advance(b, write_empty)) return false;
+    load_q(seg.cur_b);
+    reset_state();
+    return true;
   };
 
   // The current segment's part [lo, hi) of a tile, by the whole CTA.
@@ -299,10 +282,10 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
       inv[c] = 1.f / L;
       lse_c[c] = m[c] + log2f(X);
     }
-    const bool full = seq_mode || (seq_s >= cs && seq_e <= ce);
+    const bool full = seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
     const int dbase = 64 * wg * MBG + 16 * wq + g;
     if (full) {
-      uint16_t* ob = p.out + static_cast<int64_t>(cur_b) * H * DC;
+      uint16_t* ob = p.out + static_cast<int64_t>(seg.cur_b) * H * DC;
 #pragma unroll
       for (int mb = 0; mb < MBG; ++mb)
 #pragma unroll
@@ -314,10 +297,10 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
         }
       if (wg == 0 && wq == 0 && g == 0) {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) p.lse[static_cast<int64_t>(cur_b) * H + 8 * (c >> 1) + 2 * q + (c & 1)] = lse_c[c];
+        for (int c = 0; c < 4; ++c) p.lse[static_cast<int64_t>(seg.cur_b) * H + 8 * (c >> 1) + 2 * q + (c & 1)] = lse_c[c];
       }
     } else {
-      const int slot = seg_s == cs ? 0 : 1;
+      const int slot = seg.seg_s == cs ? 0 : 1;
       const int64_t pidx = static_cast<int64_t>(unit) * 2 + slot;
       float* po = p.part_o + pidx * H * DC;
 #pragma unroll
@@ -336,23 +319,23 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
         __threadfence();  // this thread's partial writes, visible device-wide before the count
         __syncthreads();
         if (tid == 0) {
-          const int n_b = (seq_e - 1) / p.chunk - seq_s / p.chunk + 1;
+          const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
           __threadfence();
-          const int old = atomicAdd(p.counters + cur_b, 1);
+          const int old = atomicAdd(p.counters + seg.cur_b, 1);
           __threadfence();
           *flag = old == n_b - 1;
         }
         __syncthreads();
         if (*flag) {
-          merge_rows(p, cur_b, 0, H, tid, NT);
-          if (tid == 0) p.counters[cur_b] = 0;
+          merge_rows(p, seg.cur_b, 0, H, tid, NT);
+          if (tid == 0) p.counters[seg.cur_b] = 0;
         }
       }
     }
     __syncthreads();  // red and flag are reused by the next segment
   };
 
-  bool have = advance(cur_b);
+  bool have = advance(seg.cur_b);
 #if KA_EARLY
   ids.load(STAGES - 1, rows);  // the pages of the first tile the loop issues, a tile ahead
 #endif
@@ -389,11 +372,11 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     const int ts = cs + t * T, te = imin(ts + T, ce);
     const int stage = t % STAGES;
     while (true) {
-      const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
+      const int lo = imax(seg.seg_s, ts), hi = imin(seg.seg_e, te);
       if (lo < hi) cta_tile(stage, ts, lo, hi);
-      if (seg_e > te) break;
+      if (seg.seg_e > te) break;
       finalize();
-      have = advance(cur_b + 1);
+      have = advance(seg.cur_b + 1);
       if (!have) break;
     }
   }

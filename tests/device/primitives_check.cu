@@ -1,7 +1,8 @@
 // tests/device/primitives_check.cu — checks each primitive of the device layer
 // (include/kernelarc/device/) on its own, against a plain host computation. One source, two
 // builds: g++ -DKA_EMULATE (the CPU emulator; tests/test_device.cpp runs it in CI) and nvcc for
-// sm_90a (bench/device_selftest.sh runs it on a GPU). Prints one line per check and "N checks, M
+// sm_90a (bench/device_selftest.sh runs it on a GPU).
+// (KvSegments and the ragged walk run in one warp here: their warp collectives need whole warps.) Prints one line per check and "N checks, M
 // failed"; exits 1 when one failed.
 #include <kernelarc/device/all.cuh>
 
@@ -303,6 +304,68 @@ void check_conversions() {
   check(std::fabs(back[530] - 0.1f) < 1e-4f && back[531] == 3.f, "to_f16 / to_float / from_float");
 }
 
+
+// ── fragment shuffles, the ragged work walk, the split-KV segment walk ──
+__global__ void walk_kernel(const int* qo, int B, const int* kv, int nchunks, int chunk, int N, int* out) {
+  KA_DYN_SMEM(smem);
+  const int lane = threadIdx.x & 31;
+  // quad_transpose: word i of lane 4q + j becomes word j of lane 4q + i
+  uint32_t v[4];
+  for (int i = 0; i < 4; ++i) v[i] = 100u * lane + i;
+  quad_transpose(v, lane & 3);
+  bool qt = true;
+  for (int i = 0; i < 4; ++i) qt &= v[i] == 100u * ((lane & ~3) + i) + (lane & 3);
+  float c[2][4] = {{1, 1, 1, 1}, {2, 2, 2, 2}};
+  scale_rows(c, 3.f, 5.f);
+  const bool sr = c[0][0] == 3.f && c[0][1] == 3.f && c[0][2] == 5.f && c[1][3] == 10.f;
+  // longest first, then every tile in that order by the cursor
+  float* cost = reinterpret_cast<float*>(smem);
+  int* order = reinterpret_cast<int*>(smem + 256);
+  for (int b = lane; b < B; b += 32) cost[b] = causal_cost(qo[b + 1] - qo[b], qo[b + 1] - qo[b] + 3);
+  order_by_cost(cost, order, B, lane, 32);
+  TileCursor<4> cur;
+  int t = 0, bb, tile;
+  while (cur.advance(qo, B, order, t, bb, tile)) {
+    if (lane == 0) out[2 + 2 * t] = bb, out[3 + 2 * t] = tile;
+    ++t;
+  }
+  // the segments of every chunk: each non-empty sequence's positions once, each empty one once
+  int seen = 0;
+  for (int unit = 0; unit < nchunks; ++unit) {
+    int cs, ce;
+    cta_token_range(kv, unit, chunk, N, cs, ce);
+    KvSegments seg(kv, B, unit, nchunks, cs, ce, false, lane);
+    bool have = seg.advance(seg.cur_b, [&](int b) { seen += 1000 * (b + 1); });
+    while (have) {
+      seen += seg.seg_e - seg.seg_s;
+      if (seg.seg_e >= ce) break;
+      have = seg.advance(seg.cur_b + 1, [&](int b) { seen += 1000 * (b + 1); });
+    }
+  }
+  if (lane == 0) out[0] = qt && sr, out[1] = seen, out[1000] = t;
+}
+void check_walks() {
+  const int B = 6;
+  int* qo = shared_alloc<int>(B + 1);
+  const int ql[B] = {5, 0, 9, 1, 4, 12};
+  for (int b = 0; b < B; ++b) qo[b + 1] = qo[b] + ql[b];
+  int* kv = shared_alloc<int>(B + 1);
+  const int kl[B] = {7, 0, 16, 3, 0, 9};
+  for (int b = 0; b < B; ++b) kv[b + 1] = kv[b] + kl[b];
+  const int N = kv[B], chunk = 8, nchunks = (N + chunk - 1) / chunk;
+  int* out = shared_alloc<int>(1001);
+  KA_LAUNCH(walk_kernel, dim3(1), dim3(32), 512, qo, B, kv, nchunks, chunk, N, out);
+  sync();
+  check(out[0] == 1, "quad_transpose, scale_rows");
+  // order by cost: 5 (12), 2 (9), 0 (5), 4 (4), 3 (1), 1 (0); tiles of 4 rows
+  std::vector<std::pair<int, int>> want;
+  for (int b : {5, 2, 0, 4, 3, 1})
+    for (int t = 0; t < (ql[b] + 3) / 4; ++t) want.push_back({b, t});
+  bool walk = out[1000] == static_cast<int>(want.size());
+  for (size_t i = 0; walk && i < want.size(); ++i) walk &= out[2 + 2 * i] == want[i].first && out[3 + 2 * i] == want[i].second;
+  check(walk, "causal_cost, order_by_cost, TileCursor");
+  check(out[1] == N + 1000 * (1 + 1) + 1000 * (4 + 1), "cta_token_range, KvSegments (each position once, empty sequences once)");
+}
 }  // namespace
 
 int main() {
@@ -312,6 +375,7 @@ int main() {
   check_copies();
   check_mma();
   check_conversions();
+  check_walks();
   std::printf("%d checks, %d failed\n", g_checks, g_failed);
   return g_failed ? 1 : 0;
 }

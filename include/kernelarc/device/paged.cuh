@@ -13,6 +13,8 @@
 //   PageIds<T, NR, RPP, STAGES>     the page ids of a cp.async K/V pipeline's tiles, travelling one
 //                                  pipeline depth ahead of their tile through a ring in shared
 //                                  memory (see the struct)
+//   KvSegments                     the sequences a split-KV CTA's range [cs, ce) touches, walked in
+//                                  order (see the struct)
 //   clamp_page(id, last)           an id clamped into [0, last] with one unsigned min (a negative id
 //                                  wraps and clamps to the last page): reads never leave the cache
 #pragma once
@@ -110,6 +112,45 @@ struct PageIds {
       const bool ok = pos < ce;
       cp_async_4(smem_u32(ring + (tile % STAGES) * T + tid), indices + (ok ? pos : 0), ok ? 4 : 0);
     }
+  }
+};
+
+// The sequences of a split-KV CTA, in order: the CTA owns the flat positions [cs, ce) (all of
+// sequence `unit` when seq_mode, else chunk `unit` of nchunks); seg_s .. seg_e is the part of the
+// current sequence cur_b (its positions seq_s .. seq_e) inside the range. An empty sequence is
+// written (as zeros, lse -inf) by exactly one CTA: the one whose chunk holds its position, ties at
+// a chunk boundary going to the earlier chunk. cur_b starts at the first sequence that may touch
+// the range (count_le: every lane of the calling warp takes part).
+struct KvSegments {
+  const int* ip;
+  int cs, ce;
+  bool seq_mode, first_chunk, last_chunk;
+  int b_limit;
+  int cur_b, seq_s = 0, seq_e = 0, seg_s = 0, seg_e = 0;
+
+  KA_DEV KvSegments(const int* ip_, int B, int unit, int nchunks, int cs_, int ce_, bool seq_mode_, int lane)
+      : ip(ip_), cs(cs_), ce(ce_), seq_mode(seq_mode_), first_chunk(seq_mode_ || unit == 0),
+        last_chunk(seq_mode_ || unit == nchunks - 1), b_limit(seq_mode_ ? unit + 1 : B),
+        cur_b(seq_mode_ ? unit : (unit == 0 ? 0 : count_le(ip_, B, cs_, lane))) {}
+  // Moves to the first sequence >= b with positions in the range, calling write_empty(b') for the
+  // empty sequences this CTA owns on the way; false when there is none.
+  template <typename Empty>
+  KA_DEV bool advance(int b, Empty&& write_empty) {
+    for (; b < b_limit; ++b) {
+      const int s = __ldg(ip + b), e = __ldg(ip + b + 1);
+      if (e <= s) {
+        if (seq_mode || ((s > cs || first_chunk) && (s <= ce || last_chunk))) write_empty(b);
+        continue;
+      }
+      if (!seq_mode && s >= ce) return false;
+      cur_b = b;
+      seq_s = s;
+      seq_e = e;
+      seg_s = imax(s, cs);
+      seg_e = imin(e, ce);
+      return true;
+    }
+    return false;
   }
 };
 

@@ -4,7 +4,7 @@
 //     float f = s.rescale(tile_max)   new max; f scales the old sum and accumulators (1 while
 //                                     every score so far is -inf)
 //     s.add(p)                        p = exp2(x - s.m) of one new score
-//   lse_merge(M, L, acc, li, ov)      folds one partial (its log2-sum-exp li and normalised output
+//   lse_merge(M, L, acc, li, ov)      (ov: float[K] or a float4) folds one partial (its log2-sum-exp li and normalised output
 //                                     ov[K]) into a running (M, L, acc[K]); finish with acc / L and
 //                                     lse = M + log2(L)
 //   softmax_tile<MASK>(s, st, scale, kbase, lim0, lim1, cq, a0, a1, store)
@@ -131,6 +131,17 @@ template <int N>
 KA_DEV void rescale_o(float (&o)[N][4], float a0, float a1) {
   if (!__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) return;
   scale_rows(o, a0, a1);
+}
+
+KA_DEV void lse_merge(float& M, float& L, float (&acc)[4], float li, const float4& ov) {
+  const float Mn = fmaxf(M, li);
+  const float fo = exp2f(M - Mn), fn = exp2f(li - Mn);
+  L = L * fo + fn;
+  acc[0] = acc[0] * fo + fn * ov.x;
+  acc[1] = acc[1] * fo + fn * ov.y;
+  acc[2] = acc[2] * fo + fn * ov.z;
+  acc[3] = acc[3] * fo + fn * ov.w;
+  M = Mn;
 }
 
 KA_DEV float row_softmax_scale(float sum) { return sum > 0.f ? 1.f / sum : 0.f; }
