@@ -56,6 +56,9 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from family_seeds_sass import const_axes, problem_defines  # noqa: E402  (one copy of the define rules)
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 FAMILIES_DIR = os.path.join(ROOT, "families")  # --families: another copy, for an A/B in one run
 EMU_HEADER = os.path.join(ROOT, "include", "kernelarc", "emu", "ka_emu.h")
@@ -113,10 +116,6 @@ def load_family(fam):
     return j
 
 
-def const_axes(defn):
-    return {k: v["value"] for k, v in defn["axes"].items() if v["type"] == "const"}
-
-
 def valid_points(fam, defn):
     axes = const_axes(defn)
     names = list(fam["knobs"])
@@ -135,22 +134,6 @@ def valid_points(fam, defn):
                 break
         if ok:
             out.append(dict(zip(names, vals)))
-    return out
-
-
-def problem_defines(fam, defn):
-    out = {}
-    axes = const_axes(defn)
-    for name, spec in fam.get("defines", {}).items():
-        kind, _, body = spec.partition(":")
-        if kind == "axis":
-            out[name] = axes[body]
-        elif kind == "has_input":
-            out[name] = 1 if body in defn["inputs"] else 0
-        else:
-            rx, _, dflt = body.rpartition("|")
-            m = re.search(rx, defn["reference"])
-            out[name] = m.group(1) if m else dflt
     return out
 
 

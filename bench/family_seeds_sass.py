@@ -125,11 +125,28 @@ def nvcc():
     return os.environ.get("KERNELARC_NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 
 
+def expand_parts(text, fam, fam_dir, depth=0):
+    """The family's folder headers ("sources") expanded where they are included, as
+    src/families/family.cpp's instantiate does."""
+    parts = set(fam.get("sources", []))
+    out = []
+    for line in text.split("\n"):
+        m = re.match(r'\s*#\s*include\s*"([^"]+)"', line)
+        if m and m.group(1) in parts and depth < 16:
+            body = open(os.path.join(fam_dir, m.group(1))).read()
+            out += [f"// ---- {m.group(1)} ----", expand_parts(body, fam, fam_dir, depth + 1).rstrip("\n"),
+                    f"// ---- end of {m.group(1)} ----"]
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def point_text(fam, fam_dir, defn, knobs):
-    """The entry source as KernelArc instantiates it (problem defines, then knobs, then the file)."""
+    """The entry source as KernelArc instantiates it (problem defines, then knobs, then the file
+    with its parts expanded)."""
     text = "".join(f"#define KA_{n} {v}\n" for n, v in sorted(problem_defines(fam, defn).items()))
     text += "".join(f"#define KA_{n} {knobs[n]}\n" for n in fam["knobs"])
-    return text + "\n" + open(os.path.join(fam_dir, fam["source"])).read()
+    return text + "\n" + expand_parts(open(os.path.join(fam_dir, fam["source"])).read(), fam, fam_dir)
 
 
 def build(fam, fam_dir, root, defn, knobs, cuobjdump, cache):
