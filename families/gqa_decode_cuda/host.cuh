@@ -4,16 +4,11 @@
 struct State {
   bool init = false;
   int sms = 132, occ = 1;
-  void* scratch = nullptr;
-  size_t scratch_bytes = 0;
-  int* counters = nullptr;
-  size_t counters_n = 0;
+  DeviceScratch partials, counters;  // split-KV partials (fp32 O and lse); the fused merge's counters
 };
 
 State g_state;
 inline State& state() { return g_state; }
-
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const ka::TensorArg& v_cache,
                    const ka::TensorArg& kv_indptr, const ka::TensorArg& kv_indices, double sm_scale,
@@ -44,45 +39,18 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k_cache, const k
   const bool split = KA_SPLIT_TOKENS > 0;
   // CTAs per chunk (or per sequence): one per kv head (HEADS=1) or one for all of them (HEADS=0).
   constexpr int64_t kCtasPerUnit = HKV / NH;
-  int64_t grid;
-  if (!split) {
-    p.chunk = 0;
-    p.nchunks = static_cast<int>(B);
-    grid = B * kCtasPerUnit;
-  } else {
-    const int64_t cap = ceil_div(KA_SPLIT_TOKENS, T) * T;
-    const int64_t floor_ = KA_NO_SPLIT_BELOW > T ? ceil_div(KA_NO_SPLIT_BELOW, T) * T : T;
-    const int64_t target = static_cast<int64_t>(KA_WAVES) * st.sms * st.occ;
-    int64_t chunk = ceil_div(ceil_div(N * kCtasPerUnit, target), T) * T;
-    chunk = chunk > cap ? cap : chunk;
-    chunk = chunk < floor_ ? floor_ : chunk;
-    p.chunk = static_cast<int>(chunk);
-    p.nchunks = static_cast<int>(N > 0 ? ceil_div(N, chunk) : 1);
-    grid = static_cast<int64_t>(p.nchunks) * kCtasPerUnit;
-    if (p.nchunks > 1) {
-      const size_t part = static_cast<size_t>(p.nchunks) * 2 * HKV * G;
-      const size_t bytes = part * (D + 1) * sizeof(float) + 256;
-      if (bytes > st.scratch_bytes) {
-        if (st.scratch) cudaFree(st.scratch);
-        st.scratch = nullptr;
-        st.scratch_bytes = 0;
-        if (cudaMalloc(&st.scratch, bytes) != cudaSuccess) return;
-        st.scratch_bytes = bytes;
-      }
-      p.part_o = static_cast<float*>(st.scratch);
-      p.part_lse = p.part_o + part * D;
-      if (KA_FUSED_MERGE) {
-        const size_t need = static_cast<size_t>(B) * HKV;
-        if (need > st.counters_n) {
-          if (st.counters) cudaFree(st.counters);
-          st.counters = nullptr;
-          st.counters_n = 0;
-          if (cudaMalloc(reinterpret_cast<void**>(&st.counters), need * sizeof(int)) != cudaSuccess) return;
-          cudaMemset(st.counters, 0, need * sizeof(int));
-          st.counters_n = need;
-        }
-        p.counters = st.counters;
-      }
+  const KvSplit sp = plan_kv_split(B, N, kCtasPerUnit, T, KA_SPLIT_TOKENS, KA_NO_SPLIT_BELOW, KA_WAVES, st.sms, st.occ);
+  p.chunk = sp.chunk;
+  p.nchunks = sp.nchunks;
+  const int64_t grid = static_cast<int64_t>(p.nchunks) * kCtasPerUnit;
+  if (split && p.nchunks > 1) {
+    const size_t part = static_cast<size_t>(p.nchunks) * 2 * HKV * G;
+    if (!st.partials.reserve(part * (D + 1) * sizeof(float) + 256, false)) return;
+    p.part_o = static_cast<float*>(st.partials.ptr);
+    p.part_lse = p.part_o + part * D;
+    if (KA_FUSED_MERGE) {
+      if (!st.counters.reserve((static_cast<size_t>(B) * HKV) * sizeof(int), true)) return;
+      p.counters = static_cast<int*>(st.counters.ptr);
     }
   }
 #ifdef KA_TRACE
