@@ -25,11 +25,11 @@ const fs::path kRoot = KA_SOURCE_DIR;
 Problem synthetic_softmax(int64_t h) {
   Problem p;
   p.dir = "/nonexistent/syn_softmax";
-  p.def = parse_definition_text(R"({"name": "syn_softmax", "op_type": "softmax",
-    "axes": {"rows": {"type": "var"}, "hidden_size": {"type": "const", "value": )" + std::to_string(h) + R"(}},
+  p.def = parse_definition_text(R"J({"name": "syn_softmax", "op_type": "softmax",
+    "axes": {"rows": {"type": "var"}, "hidden_size": {"type": "const", "value": )J" + std::to_string(h) + R"J(}},
     "inputs": {"x": {"shape": ["rows", "hidden_size"], "dtype": "bfloat16"}},
     "outputs": {"y": {"shape": ["rows", "hidden_size"], "dtype": "bfloat16"}},
-    "reference": "import torch\ndef run(x):\n    return torch.softmax(x, dim=-1)"})",
+    "reference": "import torch\ndef run(x):\n    return torch.softmax(x, dim=-1)"})J",
                                 "synthetic");
   return p;
 }
