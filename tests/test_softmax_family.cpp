@@ -122,7 +122,10 @@ TEST(SoftmaxFamily, EmulatedPointsComputeTheSoftmax) {
                          Knobs{{"VEC_BYTES", 4}, {"THREADS", 64}, {"ROWS", 2}, {"CACHE", 1}}}) {
     Candidate c = softmax().instantiate(k, p);
     ASSERT_GE(c.sources.size(), 2u);  // the entry and its layer headers
-    for (const auto& s : c.sources) write_atomic(dir / s.path, s.content);
+    for (const auto& s : c.sources) {  // the layer headers under kernelarc/device/, as a build sees them
+      fs::create_directories((dir / s.path).parent_path());
+      write_atomic(dir / s.path, s.content);
+    }
     write_atomic(dir / "point.cpp", c.sources[0].content + kDriver);
     RunResult b = run_command({"g++", "-std=c++17", "-O1", "-DKA_EMULATE", "-I" + dir.string(),
                                "-I" + (kRoot / "include").string(), "-o", (dir / "point").string(), (dir / "point.cpp").string()},
