@@ -13,6 +13,7 @@ void register_commands(CLI::App& app) {
   register_problems(app);
   register_eval(app);
   register_optimize(app);
+  register_report(app);
   register_export(app);
   register_calibrate(app);
   register_sol(app);

@@ -288,6 +288,7 @@ void write_outputs(const Problem& p, Store& store, const std::filesystem::path& 
                          {"op_type", f.op_type}, {"device", f.device}, {"bucket", f.bucket}, {"claim", f.claim},
                          {"cites", f.cites}, {"origin", f.origin}});
   write_atomic(dir / "findings.json", fs_json.dump(1) + "\n");
+  write_atomic(dir / "sol.json", json(sol_us).dump(1) + "\n");  // per workload SOL µs (for the report)
   if (best_hash.empty()) return;
   auto rec = store.candidate(best_hash);
   if (!rec) return;
@@ -392,6 +393,7 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       }
     if (fams.empty()) {
       spdlog::warn("{}: no {} kernel family applies (op type {}); skipped", p.def.name, opt.target, p.def.op_type);
+      po.not_searched = fmt::format("no {} kernel family applies (op type {})", opt.target, p.def.op_type);
       out.problems.push_back(po);
       continue;
     }
@@ -425,6 +427,12 @@ CampaignOutcome run_campaign(const CampaignOptions& opt) {
       // (the missing workloads would count as failed for good); what it made is cached.
       spdlog::warn("{}: {}", p.def.name, e.what());
       po.oracle_cut_short = e.what();
+      po.wall_s = secs(p_start, Clock::now());
+      out.problems.push_back(po);
+      continue;
+    } catch (const std::exception& e) {  // e.g. its reference fails in the oracle: the other problems go on
+      spdlog::error("{}: the judge could not start: {}", p.def.name, e.what());
+      po.not_searched = fmt::format("the judge could not start: {}", one_line(e.what()));
       po.wall_s = secs(p_start, Clock::now());
       out.problems.push_back(po);
       continue;

@@ -844,9 +844,9 @@ std::vector<Finding> Store::findings(const std::string& op_type) const {
 }
 
 std::vector<BudgetMove> Store::budget_moves() const {
-  Stmt s(db_, "SELECT agent, share_before, share_after, reason FROM budget_log ORDER BY id", "budget_moves");
+  Stmt s(db_, "SELECT agent, share_before, share_after, reason, created_at FROM budget_log ORDER BY id", "budget_moves");
   std::vector<BudgetMove> out;
-  while (s.step()) out.push_back({s.col_text(0), s.col_real(1), s.col_real(2), s.col_text(3)});
+  while (s.step()) out.push_back({s.col_text(0), s.col_real(1), s.col_real(2), s.col_text(3), s.col_text(4)});
   return out;
 }
 

@@ -82,6 +82,7 @@ struct BudgetMove {
   std::string agent;
   double share_before = 0, share_after = 0;
   std::string reason;
+  std::string created_at = {};  // set by the store (UTC, ISO 8601); ignored by record_budget_move
 };
 
 class Store {
