@@ -319,12 +319,12 @@ TEST(Campaign, ExitsOneWithAReasonPerProblemWithoutAPassingCandidate) {
   def["op_type"] = "no_such_op";
   ka::write_atomic(other / "definition.json", def.dump(1));
   fs::create_directories(fams / "wrong_host");
-  ka::write_atomic(fams / "wrong_host" / "family.json", R"({
+  ka::write_atomic(fams / "wrong_host" / "family.json", R"json({
   "name": "wrong_host", "target": "host", "source": "wrong.cpp", "entry": "run",
   "description": "test family: leaves the output alone (a wrong answer)",
   "applies_to": {"op_types": ["rmsnorm"], "dtypes": ["bfloat16"], "requires_axes": ["hidden_size"]},
   "knobs": {"A": [0, 1, 2]}, "compile_options": {"cflags": ["-O0"], "ld_flags": []}
-})");
+})json");
   ka::write_atomic(fams / "wrong_host" / "wrong.cpp",
                    "#include <kernelarc/abi.h>\nvoid run(const ka::TensorArg&, const ka::TensorArg&, const ka::TensorArg&) {}\n");
   std::vector<std::string> cmd{KA_BINARY, "optimize", other.string(), example.string(), "--target", "host", "--budget", "2",

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <map>
 
 #include "cli/commands.h"
@@ -22,22 +23,26 @@ namespace {
 
 constexpr const char* kExitStatus =
     "Exit status: 0 every problem ended with a passing best solution; 1 some problem got none (one line per "
-    "problem says why: no kernel family applies, the judge or its oracle could not start, every candidate "
-    "failed, nothing was proposed); 2 a user error (bad problem folder, bad flag); 143 stopped by SIGTERM "
-    "(the same command resumes).";
+    "problem says why: no kernel family applies, the judge could not start, the oracle failed so no workload "
+    "could be judged, every candidate failed, nothing was proposed); 2 a user error (bad problem folder, bad "
+    "flag); 143 stopped by SIGTERM (the same command resumes).";
 
 // Why a problem ended with no passing candidate, in one line: the engine's reason when it was not
-// searched, else what the store says its candidates' measurements were.
+// searched, else what the store says its candidates' measurements were (an oracle whose reference
+// fails leaves every workload "unavailable", with the oracle's message).
 std::string why_unsolved(const ProblemOutcome& p, const std::filesystem::path& db) {
   if (!p.not_searched.empty()) return "not searched: " + p.not_searched;
   if (!p.oracle_cut_short.empty()) return "not searched: the oracle ran past --oracle-time-limit (run again to go on)";
   if (p.candidates == 0) return "no agent proposed a candidate";
   std::map<std::string, int> verdicts;
+  std::map<std::string, std::string> example;  // a message per verdict
   try {
     for (const auto& m : Store::open_agent(db, "optimize")->measurements(p.problem))
-      if (m.verdict != "passed") ++verdicts[m.verdict];
+      if (m.verdict != "passed" && ++verdicts[m.verdict] == 1) example[m.verdict] = one_line(m.message).substr(0, 200);
   } catch (const std::exception&) {
   }
+  if (verdicts.size() == 1 && verdicts.count("unavailable"))
+    return fmt::format("no workload could be judged: {}", example["unavailable"]);
   std::string counts;
   for (const auto& [v, n] : verdicts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v, n);
   return fmt::format("all {} candidates failed{}", p.candidates,
@@ -175,6 +180,7 @@ void register_optimize(CLI::App& app) {
     for (size_t i = 0; i < r.problems.size() && i < o.problems.size(); ++i)
       notes.push_back({o.problems[i], r.problems[i].solved ? "" : why_unsolved(r.problems[i], o.out / "campaign.db")});
     if (auto html = report_after_campaign(o.out, notes); !html.empty()) fmt::print("report {}\n", html.string());
+    std::fflush(stdout);  // the summary first, then the reasons (stderr)
     bool all = true;
     for (size_t i = 0; i < r.problems.size(); ++i)
       if (!r.problems[i].solved) {

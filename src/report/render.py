@@ -122,9 +122,10 @@ def workload_figure(p):
         fig.add_trace(go.Scatter(x=[a for a, _ in pts], y=[b for _, b in pts], name=name, mode="lines+markers",
                                  marker=dict(color=colour, symbol=symbol, size=9), line=dict(color=colour, width=1.5),
                                  hovertemplate="%{x}<br>%{y:.3f} µs<extra>" + esc(name) + "</extra>"))
-    fig.update_layout(layout("Time per workload (µs, log scale; lower is better)", "workload", "µs per call",
-                             yaxis=dict(type="log", title="µs per call"),
-                             xaxis=dict(type="category", categoryorder="array", categoryarray=x, title="workload")))
+    fig.update_layout(layout("Time per workload (µs, log scale; lower is better)", None, "µs per call",
+                             yaxis=dict(type="log", title="µs per call"), margin=dict(l=70, r=20, t=50, b=110),
+                             legend=dict(orientation="h", y=-0.38),
+                             xaxis=dict(type="category", categoryorder="array", categoryarray=x)))
     return fig
 
 
