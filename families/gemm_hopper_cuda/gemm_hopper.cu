@@ -108,7 +108,7 @@
 #endif
 #ifndef KA_DIAG
 // Timing diagnostics of the persistent kernel, never a knob (its outputs are wrong; see
-// bench/h200_next.sh): 1 skips the epilogue (no conversion, no store), 2 also the wgmmas (the
+// bench/regress/queue.sh): 1 skips the epilogue (no conversion, no store), 2 also the wgmmas (the
 // consumers release each stage as soon as it is full: the TMA ring's own rate); 3 (outputs right)
 // stores C from registers (the unaligned path) instead of through shared memory and TMA.
 #define KA_DIAG 0
@@ -332,7 +332,7 @@ __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.p
 // What is ordered is the consumers' wgmma reads (retired by wgmma.wait_group before the arrival)
 // before the next multicast write, which the barrier's phase alone gives. (Until 2026-12-05 this was
 // release.cluster, and the producers waited with acquire.cluster: every CLUSTER = 2 point then took
-// ~1 us per k-tile whatever its tile, 0.34-0.62x cuBLAS, bench/RESULTS.md.)
+// ~1 us per k-tile whatever its tile, 0.34-0.62x cuBLAS, bench/HISTORY.md.)
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(
       "{\n.reg .b32 ra;\n"

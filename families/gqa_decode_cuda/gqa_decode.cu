@@ -60,7 +60,7 @@
 //                            (2*HKV*D contiguous bytes: 1 KB at 012) are each read whole, by ONE
 //                            bulk copy per row issued by the producer warp (see "Loads, HEADS=0").
 //                            Why: with page size 1 and random page ids every row is a random
-//                            address, and bench/gather_bw.cu measured on the H200 that reading
+//                            address, and bench/tools/gather_bw.cu measured on the H200 that reading
 //                            256-byte pieces of random rows tops out at ~2.3-2.4 TB/s while whole
 //                            1 KB rows at random reach ~2.8 TB/s; HEADS=1's best point already
 //                            reads 012's largest workload at ~2.28 TB/s, the ceiling of its access
@@ -418,7 +418,7 @@ __device__ __forceinline__ void merge_group(const Params& p, int b, int g, int t
   }
 }
 
-// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/attention_selftest.py --trace
+// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/tools/attention_selftest.py --trace
 // adds -DKA_TRACE): thread 0 of each CTA records when it entered, when tile 0's and the last tile's
 // data were ready for the consumers (PRODUCER=1), and when it left, in %globaltimer ns (comparable
 // across SMs) and %clock64 cycles (precise within one SM), with its SM and tile count

@@ -2,7 +2,7 @@
 // gqa_decode_cuda and mla_decode_cuda use, so that their index arithmetic, fragment layouts,
 // pipelines, segment bookkeeping and split-KV merges can be checked on a machine without a GPU.
 // It is never part of a KernelArc build: the family sources include it only when KA_EMULATE is
-// defined (bench/attention_selftest.py --mode emu does that, compiling the family source with g++).
+// defined (bench/tools/attention_selftest.py --mode emu does that, compiling the family source with g++).
 //
 // Model. One CTA runs at a time; each CUDA thread is a fiber (ucontext) scheduled cooperatively,
 // so a thread runs until it blocks in a CTA barrier or in a warp collective. CTAs of a launch run

@@ -1,4 +1,4 @@
-// bench/gemm_family_selftest.cu — GPU self-test of a built gemm_hopper_cuda candidate (or any GEMM
+// bench/tools/gemm_family_selftest.cu — GPU self-test of a built gemm_hopper_cuda candidate (or any GEMM
 // candidate with the native ABI run(A, B, C), C = A·Bᵀ): loads the candidate library built exactly as
 // the judge builds it (kernelarc_entry), runs it on random normal fp16 and bf16 data for every (N, K)
 // of the FlashInfer-Bench GEMM problems and M in {1, 7, 13, 32, 64, 127, 200, 1024, 4097, 16294}, compares with
@@ -11,7 +11,7 @@
 // status: ok (every value within tolerance, before and after the timed calls), tol (>= 99 % within,
 // as the judge accepts, but not all), FAIL, or ERR:<cuda error>.
 //
-// Build: nvcc -O2 -std=c++17 -Iinclude bench/gemm_family_selftest.cu -lcublas -ldl -o selftest
+// Build: nvcc -O2 -std=c++17 -Iinclude bench/tools/gemm_family_selftest.cu -lcublas -ldl -o selftest
 // Run:   selftest --lib build/candidate.so --label NAME [--reps 20] [--dtypes fp16,bf16]
 //                 [--shapes 128x2048,...] [--ms 1,7,...] [--misaligned] [--hang-s 20]
 //   --misaligned: A, B and C shifted by one element (not 16-byte aligned: the candidate must take

@@ -56,7 +56,7 @@ import time
 
 import torch
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FAMILIES_DIR = os.path.join(ROOT, "families")  # --families: another copy, for an A/B in one run
 EMU_HEADER = os.path.join(ROOT, "families", "gqa_decode_cuda", "emu", "ka_emu.h")
 TRACE_HEADER = os.path.join(ROOT, "include", "kernelarc", "trace.h")

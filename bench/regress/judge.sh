@@ -1,27 +1,21 @@
 #!/usr/bin/env bash
-# GPU checks of the judge (issue "The judge"), run on the H200 from the repo root after
-# scripts/device-pack.sh (carry .dev and .data). Writes logs to $OUT (or /tmp/ka-out) and prints a
+# GPU checks of the judge, on a GPU machine after scripts/device-pack.sh (carry .dev and .data). Writes logs to $OUT (or /tmp/ka-out) and prints a
 # summary last:
 #   1. the hand-written CUDA solutions of the seven dev RMSNorm problems and GEMM 004 (cuBLASLt
 #      and WMMA), every workload;
 #   2. the adversarial CUDA candidates (crash, hang, input write, untouched output, illegal memory
 #      access, remembered results), with a correct candidate judged after each;
 #   3. the cuBLASLt GEMM's judged medians against torch.matmul's cuBLAS kernel time from PyTorch's
-#      profiler with the same L2 flush (bench/torch_matmul_profile.py);
-#   4. an exported solution.json built and called the way SOL-ExecBench does (bench/check_export.py);
+#      profiler with the same L2 flush (bench/tools/torch_matmul_profile.py);
+#   4. an exported solution.json built and called the way SOL-ExecBench does (bench/tools/check_export.py);
 #   5. (torch) a solution written for SOL-ExecBench (torch binding) and an exported one, judged here;
-#   6. (upstream) exported solutions run under SOL-ExecBench's own evaluator (bench/run_solexecbench.sh;
+#   6. (upstream) exported solutions run under SOL-ExecBench's own evaluator (bench/tools/run_solexecbench.sh;
 #      needs .whl and .data/sol-execbench-src carried).
 set -uo pipefail
-FINAL=${OUT:-/tmp/ka-out}
-OUT=$FINAL/judge   # everything lands here, then one archive goes back ($FINAL/judge_logs.tgz)
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
-export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
-K=.dev/bin/kernelarc
-P=.data/problems/sol-execbench/FlashInfer-Bench
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+bench_out judge   # everything lands here, then one archive goes back ($FINAL/judge_logs.tgz)
 STEPS=${STEPS:-"solutions adversarial matmul export torch upstream"}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+gpu_facts "$OUT/gpu.txt"
 summary=()
 
 if [[ $STEPS == *solutions* ]]; then
@@ -50,7 +44,7 @@ if [[ $STEPS == *adversarial* ]]; then
 fi
 
 if [[ $STEPS == *matmul* ]]; then
-  python3 bench/torch_matmul_profile.py "$P/004_gemm_n128_k2048" >"$OUT/torch_matmul.jsonl" 2>"$OUT/torch_matmul.err"
+  python3 bench/tools/torch_matmul_profile.py "$P/004_gemm_n128_k2048" >"$OUT/torch_matmul.jsonl" 2>"$OUT/torch_matmul.err"
   summary+=("$(python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -73,7 +67,7 @@ fi
 
 if [[ $STEPS == *export* ]]; then
   $K export "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/solution.json -o "$OUT/export_021.json" >/dev/null
-  python3 bench/check_export.py "$P/021_rmsnorm_h128" "$OUT/export_021.json" >"$OUT/export_021.txt" 2>"$OUT/export_021.err"
+  python3 bench/tools/check_export.py "$P/021_rmsnorm_h128" "$OUT/export_021.json" >"$OUT/export_021.txt" 2>"$OUT/export_021.err"
   summary+=("export 021 under the torch cpp_extension build: $(grep -c '"ok": true' "$OUT/export_021.txt") ok, $(grep -c '"ok": false' "$OUT/export_021.txt") failed")
 fi
 
@@ -91,7 +85,7 @@ if [[ $STEPS == *upstream* ]]; then
   for spec in 021_rmsnorm_h128:solution.json 001_fused_add_rmsnorm_h2048:solution.json 004_gemm_n128_k2048:solution_cublas.json; do
     n=${spec%%:*}; f=${spec#*:}
     $K export "$P/$n" -s "examples/solutions/$n/$f" -o "$OUT/upstream_$n.json" >/dev/null
-    SXB_TIMEOUT=240 bash bench/run_solexecbench.sh "$P/$n" "$OUT/upstream_$n.json" "$OUT/upstream_traces_$n.jsonl" \
+    SXB_TIMEOUT=240 bash bench/tools/run_solexecbench.sh "$P/$n" "$OUT/upstream_$n.json" "$OUT/upstream_traces_$n.jsonl" \
       >"$OUT/upstream_$n.txt" 2>&1
     summary+=("SOL-ExecBench's own evaluator on KernelArc's export of $n: $(python3 -c "
 import json, collections

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU check of the paged-decode attention families (families/gqa_decode_cuda, families/mla_decode_cuda)
-# on the H200, from the repo root after scripts/device-pack.sh (carry .dev and .data):
-#   1. device facts: nvidia-smi, copy bandwidth (bench/copy_bandwidth.py);
-#   2. self-test outside the judge (bench/attention_selftest.py --mode cuda): points per family (PTS_GQA,
+# on a Hopper GPU (H200, H100), from the repo root after scripts/device-pack.sh (carry .dev and .data):
+#   1. device facts: nvidia-smi, copy bandwidth (bench/tools/copy_bandwidth.py);
+#   2. self-test outside the judge (bench/tools/attention_selftest.py --mode cuda): points per family (PTS_GQA,
 #      PTS_MLA: two each by default; an empty list skips the family; CASES picks the cases) on
 #      the synthetic corner cases (empty sequences, chunk edges, one-token sequences, ...) and on every
 #      workload of 012 and 018 (real kv_indptr/kv_indices, random q/k/v drawn on the GPU), with
@@ -10,7 +10,7 @@
 #   3. `kernelarc optimize` on 012 and 018 with --target cuda --budget $BUDGET (12), on a subset of
 #      each problem's workloads (W012 / W018: workload indices, 0-based lines of workload.jsonl; "all"
 #      for every one), staged as a problem folder under $TMPDIR with the blobs linked. The subsets
-#      keep the campaign inside one device call (the oracle times each eager and compiled reference,
+#      keep the campaign inside one 10-minute run (the oracle times each eager and compiled reference,
 #      ~2-5 s per workload). Disk no longer forces them: random inputs above 256 MiB are regenerated,
 #      not stored, so all of 018 keeps ~12 GB on disk; the judge's worker keeps every set on the GPU
 #      (~107 GB for all of 018);
@@ -21,13 +21,8 @@
 # for step 2 and at most OPT_TIMEOUT (default 330 s) for step 3 on a 16-core H200 host; a campaign cut
 # short is resumed by running the script again on the same machine (same CAMP folder).
 set -uo pipefail
-FINAL=${OUT:-/tmp/ka-out}
-OUT=$FINAL/attention
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
-export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
-K=.dev/bin/kernelarc
-P=.data/problems/sol-execbench/FlashInfer-Bench
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+bench_out attention
 G=012_gqa_paged_decode_h32_kv4_d128_ps1
 M=018_mla_paged_decode_h16_ckv512_kpe64_ps1
 BUDGET=${BUDGET:-12}
@@ -37,9 +32,9 @@ CAMP=${CAMP:-/tmp/ka-attn-camp}
 STAGE=${TMPDIR:-/tmp}/ka-attn-problems
 T0=$(date +%s)
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,memory.total --format=csv >"$OUT/gpu.txt" 2>&1
+gpu_facts "$OUT/gpu.txt" memory.total
 df -h /tmp >>"$OUT/gpu.txt" 2>&1
-python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
+python3 bench/tools/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
 COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])" 2>/dev/null || echo 4.2)
 
 # ── 2. self-test outside the judge ──────────────────────────────────────────────────────────────
@@ -52,7 +47,7 @@ knob_args() { for k in $1; do printf -- '--knobs %s ' "$k"; done; }
 for fam in gqa mla; do
   [[ $fam == gqa ]] && pts=$PTS_GQA || pts=$PTS_MLA
   [[ -z $pts ]] && continue
-  timeout ${SELFTEST_TIMEOUT:-150} python3 bench/attention_selftest.py --mode cuda --family $fam $(knob_args "$pts") \
+  timeout ${SELFTEST_TIMEOUT:-150} python3 bench/tools/attention_selftest.py --mode cuda --family $fam $(knob_args "$pts") \
     --cases ${CASES:-both} --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-attn-selftest >"$OUT/selftest_$fam.txt" 2>&1
   echo "exit $?" >>"$OUT/selftest_$fam.txt"
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """SASS of one attention-family point, without a GPU: instantiates the point as
-bench/attention_selftest.py does (problem defines + knobs prepended to the family source), builds a
+bench/tools/attention_selftest.py does (problem defines + knobs prepended to the family source), builds a
 cubin with nvcc for sm_90a and the judge's flags, prints ptxas's registers and spills, the kernel's
 instruction count, its backward branches (the loops: `from -> to`), and an opcode histogram of the
 whole kernel or of an address range (--range START END, hex, minus --skip A B ranges, e.g. the
@@ -8,7 +8,7 @@ masked branch of a tile loop). The toolkit on the dev machine has no cuobjdump; 
 nvidia-cuda-cuobjdump carries one (`pip download --no-deps nvidia-cuda-cuobjdump`, unzip, pass
 --cuobjdump .../nvidia/cu13/bin/cuobjdump or set CUOBJDUMP).
 
-  python3 bench/family_sass.py --family gqa_prefill --problem 016_gqa_ragged_prefill_causal_h32_kv4_d128 \\
+  python3 bench/tools/family_sass.py --family gqa_prefill --problem 016_gqa_ragged_prefill_causal_h32_kv4_d128 \\
       --knobs WARPS=12,KV_TILE=64,STAGES=3,ORDER=2,Q_IN_SMEM=1,PERSIST=0,MMA=1,OVERLAP=1,WS=1,PINGPONG=1 \\
       [--range 2910 53a0 --skip 3430 4440] [--families DIR] [--out /tmp/ka_sass/p]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU check of the library agent (src/agents/library.h) and its family families/gemm_cublaslt_cuda
-# (cublasLtMatmul with a static table of fully specified algorithms), on the H200 from the repo root
+# (cublasLtMatmul with a static table of fully specified algorithms), on a Hopper GPU (H200, H100) from the repo root
 # after scripts/device-pack.sh (carry .dev and .data):
 #   1. `kernelarc lt-enum` on 004_gemm_n128_k2048 (and 006 when time allows): how many algo ids,
 #      configs valid at some M, heuristic results, seconds;
@@ -12,22 +12,14 @@
 #   4. `kernelarc export` of the best solution (SOL-ExecBench solution.json keeps -lcublasLt);
 #   5. prints a short table last: the leaderboard's head, the best table's rows, the findings.
 # Everything goes to $OUT/library_logs.tgz. A global DEADLINE (seconds, default 540) keeps the run
-# inside one device call: later steps are shortened or skipped when time runs out.
+# inside one 10-minute run: later steps are shortened or skipped when time runs out.
 set -uo pipefail
-ROOT=$PWD
-P=${PROBLEMS:-.data/problems/sol-execbench/FlashInfer-Bench}
-[[ -d $P ]] || P=../shared/problems/sol-execbench/FlashInfer-Bench
-START=$(date +%s)
-DEADLINE=${DEADLINE:-540}
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+deadline_start "${DEADLINE:-540}"
 BUDGET=${BUDGET:-24}
-left() { echo $((DEADLINE - ($(date +%s) - START))); }
-FINAL=${OUT:-/tmp/ka-out}
-OUT=$FINAL/library
+bench_out library
 rm -rf "$OUT" && mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$ROOT/.dev/lib:${LD_LIBRARY_PATH:-}
-K=$ROOT/.dev/bin/kernelarc
-[[ -x $K ]] || K=$ROOT/build/src/kernelarc
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+gpu_facts "$OUT/gpu.txt"
 
 # 1. the enumeration
 for prob in 004_gemm_n128_k2048 006_gemm_n2048_k4096; do

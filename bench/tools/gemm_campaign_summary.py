@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 5's figures from a `kernelarc optimize` campaign folder over the GEMM problems: per problem
+"""The GEMM figures from a `kernelarc optimize` campaign folder over the GEMM problems: per problem
 the best candidate (the campaign's incumbent, rank 1 of its leaderboard.json), its speedup over the
 reference (torch.matmul, timed by the judge in the same run) on every workload, the geomean, the
 slowest workload and how many fall below 0.97x; then the geomean over all workloads of all problems,

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Summary of attention self-test rows (bench/attention_selftest.py --jsonl) from two or more family
-sources (--families), e.g. bench/h200_prefill_ab.sh's: per (problem, workload) the time and TFLOP/s
+"""Summary of attention self-test rows (bench/tools/attention_selftest.py --jsonl) from two or more family
+sources (--families), e.g. bench/tools/prefill_ab.sh's: per (problem, workload) the time and TFLOP/s
 (prefill) or TB/s (decode) of every (point, source), and per point the geomean time ratio of each
 source against the first source that ran it on the same workloads. A knob that only some sources
 have (added since) counts at 0 as the same point as the older sources' without it (knobs are added
 with 0 meaning the old behaviour), e.g. QREG0 in the new source against no QREG in the old.
 
-  python3 bench/ab_summary.py ROWS.jsonl [ROWS2.jsonl ...]
+  python3 bench/tools/ab_summary.py ROWS.jsonl [ROWS2.jsonl ...]
 """
 import collections
 import json

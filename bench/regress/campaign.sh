@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# GPU check of the engine (issue "multi-agent engine"), on the H200 from the repo root after
+# GPU check of the engine, on a GPU machine after
 # scripts/device-pack.sh (carry .dev and .data): the device's copy bandwidth (and `kernelarc
 # calibrate` when built in), then `kernelarc optimize` over the seven dev FlashInfer-Bench RMSNorm
-# problems with BUDGET candidates each (default 10), summarised by bench/campaign_summary.py.
+# problems with BUDGET candidates each (default 10), summarised by bench/tools/campaign_summary.py.
 # TORCH=1 also re-checks the torch-binding paths. Everything goes to $OUT/campaign_logs.tgz;
 # the summary is printed last. Budget the call: on a cold machine the oracle alone took 7.5 min for
 # these seven problems (2026-12-02), so run with OPT_TIMEOUT well under the call's limit and TORCH=0,
@@ -10,12 +10,12 @@
 # folder brought back in an earlier archive (carry it, e.g. under .data). CALIBRATE=0 skips
 # `kernelarc calibrate`; PROBS="026_rmsnorm_h7168 ..." picks (and orders) the problems; OPT_ARGS
 # adds options to `kernelarc optimize` (e.g. "--no-sol --agents library,exploiter"). GEMM problems
-# (names with _gemm_) also get bench/gemm_campaign_summary.py (issue 5's figures), the attention
-# problems 012/014/016/018/019 bench/attention_campaign_summary.py (issue 6's, against the copy
-# bandwidth and bf16 dense rate bench/copy_bandwidth.py measures in the run; READ_TB_S adds a
-# read-only bandwidth to compare decode with, RAF (bench/read_after_flush.py's JSON lines) the time a
+# (names with _gemm_) also get bench/tools/gemm_campaign_summary.py (the GEMM figures), the attention
+# problems 012/014/016/018/019 bench/tools/attention_campaign_summary.py (the attention figures, against the copy
+# bandwidth and bf16 dense rate bench/tools/copy_bandwidth.py measures in the run; READ_TB_S adds a
+# read-only bandwidth to compare decode with, RAF (bench/tools/read_after_flush.py's JSON lines) the time a
 # plain read of each decode workload's KV bytes takes after the judge's flush; torch.compile timings missing from the campaign, i.e.
-# without --time-compile in OPT_ARGS, come from the committed sol cache bench/h200-sol-cache.tgz). PER_PROBLEM_S=T
+# without --time-compile in OPT_ARGS, come from the sol cache $SOL_CACHE, see bench/lib.sh). PER_PROBLEM_S=T
 # runs one `optimize` per problem (same store) with `--time-limit T` (no new candidates after T
 # seconds; those in flight and the piecewise candidate are still judged), killed by SIGTERM only
 # COMPOSE_S (default 60) seconds later and SIGKILL DRAIN_S (default 90) after that, all within
@@ -25,25 +25,20 @@
 # device machine is still warm goes on from them. TARGET=host runs the
 # campaigns on the CPU (a check of the script itself on a machine without a GPU).
 set -uo pipefail
-FINAL=${OUT:-/tmp/ka-out}
-OUT=$FINAL/campaign
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
-export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
-K=.dev/bin/kernelarc
-P=.data/problems/sol-execbench/FlashInfer-Bench
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+bench_out campaign
 BUDGET=${BUDGET:-10}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
-python3 bench/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
+gpu_facts "$OUT/gpu.txt"
+python3 bench/tools/copy_bandwidth.py >"$OUT/copy.json" 2>"$OUT/copy.err"
 COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_s'])" 2>/dev/null || echo nan)
 DENSE=$(python3 -c "import json;print(round(json.load(open('$OUT/copy.json'))['bf16_dense_tflops'], 1))" 2>/dev/null || echo "")
 [[ ${CALIBRATE:-1} == 1 ]] && { $K calibrate >"$OUT/calibrate.txt" 2>&1 || true; }
 [[ -n ${RESUME:-} ]] && cp -r "$RESUME" "$OUT/camp"
-# The reference timings `sol` measured on an H200 (bench/h200-sol-cache.tgz's oracle-timings) stand in
+# The reference timings `sol` measured on a GPU of this name ($SOL_CACHE's oracle-timings) stand in
 # for timing the references again (the judge's default; OPT_ARGS="--retime-reference" times them
 # here): 018's and 019's check sets are then made with the untimed ones, several processes at once.
-[[ ${TARGET:-cuda} == cuda && -f bench/h200-sol-cache.tgz ]] && mkdir -p "$KERNELARC_CACHE" &&
-  { tar xzf bench/h200-sol-cache.tgz -C "$KERNELARC_CACHE" --skip-old-files oracle-timings 2>>"$OUT/gpu.txt" || true; }
+[[ ${TARGET:-cuda} == cuda && -f $SOL_CACHE ]] && mkdir -p "$KERNELARC_CACHE" &&
+  { tar xzf "$SOL_CACHE" -C "$KERNELARC_CACHE" --skip-old-files oracle-timings 2>>"$OUT/gpu.txt" || true; }
 probs=()
 for n in ${PROBS:-021_rmsnorm_h128 022_rmsnorm_h512 023_rmsnorm_h1536 025_rmsnorm_h4096 026_rmsnorm_h7168 \
          001_fused_add_rmsnorm_h2048 003_fused_add_rmsnorm_h7168}; do probs+=("$P/$n"); done
@@ -72,12 +67,12 @@ mkdir -p "$OUT/runner_logs"
 find "$KERNELARC_CACHE/logs" -name 'runner-*' -newer "$OUT/gpu.txt" 2>/dev/null | while read -r f; do
   tail -c 262144 "$f" >"$OUT/runner_logs/$(basename "$f")"
 done
-python3 bench/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
-[[ " ${probs[*]}" == *_gemm_* ]] && python3 bench/gemm_campaign_summary.py "$OUT/camp" >>"$OUT/summary_campaign.txt" 2>&1
-[[ " ${probs[*]}" =~ /01[24689]_ ]] && python3 bench/attention_campaign_summary.py "$OUT/camp" --copy-tb-s "$COPY" \
-  ${READ_TB_S:+--read-tb-s $READ_TB_S} ${RAF:+--read-after-flush $RAF} ${DENSE:+--dense-tflops $DENSE} --sol-cache bench/h200-sol-cache.tgz >>"$OUT/summary_campaign.txt" 2>&1
-# The store and the per-problem outputs travel back in the archive (the device tool returns files at
-# most two folders down); a campaign cut short by the time limit is resumed by the same command.
+python3 bench/tools/campaign_summary.py "$OUT/camp" "$P" "$COPY" >"$OUT/summary_campaign.txt" 2>&1
+[[ " ${probs[*]}" == *_gemm_* ]] && python3 bench/tools/gemm_campaign_summary.py "$OUT/camp" >>"$OUT/summary_campaign.txt" 2>&1
+[[ " ${probs[*]}" =~ /01[24689]_ ]] && python3 bench/tools/attention_campaign_summary.py "$OUT/camp" --copy-tb-s "$COPY" \
+  ${READ_TB_S:+--read-tb-s $READ_TB_S} ${RAF:+--read-after-flush $RAF} ${DENSE:+--dense-tflops $DENSE} ${SOL_CACHE:+--sol-cache $SOL_CACHE} >>"$OUT/summary_campaign.txt" 2>&1
+# The store and the per-problem outputs travel back in the archive (one file to fetch from the GPU
+# machine); a campaign cut short by the time limit is resumed by the same command.
 if [[ ${TORCH:-0} == 1 ]]; then
   $K eval "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/torch_binding/solution.json >"$OUT/eval_torch_binding.txt" 2>&1
   $K export "$P/021_rmsnorm_h128" -s examples/solutions/021_rmsnorm_h128/solution.json -o "$OUT/export_021.json" >/dev/null

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check of the kernel family families/gemm_hopper_cuda (TMA + WGMMA fp16/bf16 GEMM, C = A·Bᵀ), on
-# the H200 from the repo root after scripts/device-pack.sh (carry .dev and .data):
-#   1. builds bench/gemm_family_selftest.cu (links cuBLAS) and a representative set of knob points
+# a Hopper GPU (H200, H100) from the repo root after scripts/device-pack.sh (carry .dev and .data):
+#   1. builds bench/tools/gemm_family_selftest.cu (links cuBLAS) and a representative set of knob points
 #      (and six points of families/gemm_skinny_cuda, the small-M family, self-tested to M = 200),
 #      each exactly as the judge builds a candidate (the family source with `#define KA_<KNOB> v`
 #      lines prepended, the KA_ENTRY trampoline, the judge's nvcc flags for sm_90a), plus one point
@@ -13,22 +13,18 @@
 #   3. `kernelarc optimize` on 004_gemm_n128_k2048 with this family only (BUDGET candidates, 16);
 #   4. prints the compile times, the campaign's result and the self-test tables last.
 # Everything goes to $OUT/gemm_logs.tgz. A global DEADLINE (seconds, default 450) keeps the whole run
-# inside one device call: later steps are shortened or skipped when time runs out.
+# inside one 10-minute run: later steps are shortened or skipped when time runs out.
 #
-# COMPILE_ALL=1 bench/h200_gemm_family.sh (no GPU needed): compiles every valid knob point of the
+# COMPILE_ALL=1 bench/regress/gemm_family.sh (no GPU needed): compiles every valid knob point of the
 # family for the six GEMM problems (the union: the source does not depend on N and K) with the
 # judge's flags, in parallel on every core, and reports the count, the failures and the seconds.
 set -uo pipefail
-ROOT=$PWD
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 FAM=$ROOT/families/gemm_hopper_cuda
 NVCC=${KERNELARC_NVCC:-/usr/local/cuda/bin/nvcc}
-P=${PROBLEMS:-.data/problems/sol-execbench/FlashInfer-Bench}
-[[ -d $P ]] || P=../shared/problems/sol-execbench/FlashInfer-Bench
 W=${WORK:-/tmp/gemm-family-check}
 JOBS=${JOBS:-$(nproc)}
-START=$(date +%s)
-DEADLINE=${DEADLINE:-450}
-left() { echo $((DEADLINE - ($(date +%s) - START))); }
+deadline_start "${DEADLINE:-450}"
 mkdir -p "$W"
 
 # The judge's nvcc command for a candidate (src/target/build.cpp), GENCODE overridable.
@@ -142,18 +138,13 @@ EOF
   exit $((fails > 0))
 fi
 
-FINAL=${OUT:-/tmp/ka-out}
-OUT=$FINAL/gemm
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$ROOT/.dev/lib:${LD_LIBRARY_PATH:-}
-export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
-K=$ROOT/.dev/bin/kernelarc
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+bench_out gemm
+gpu_facts "$OUT/gpu.txt"
 
 # 1. Builds (kept and reused when the family source and the self-test are unchanged: BUILD_ONLY=1 on a
 #    machine without a GPU, with WORK=.dev/gemm, prepares them to be carried to the GPU machine).
-if [[ ! -x $W/selftest || $ROOT/bench/gemm_family_selftest.cu -nt $W/selftest ]]; then
-  "$NVCC" -O2 -std=c++17 -I"$ROOT/include" "$ROOT/bench/gemm_family_selftest.cu" -lcublas -ldl -o "$W/selftest" \
+if [[ ! -x $W/selftest || $ROOT/bench/tools/gemm_family_selftest.cu -nt $W/selftest ]]; then
+  "$NVCC" -O2 -std=c++17 -I"$ROOT/include" "$ROOT/bench/tools/gemm_family_selftest.cu" -lcublas -ldl -o "$W/selftest" \
     >"$OUT/selftest_build.log" 2>&1 || echo "selftest build FAILED (see selftest_build.log)" >>"$OUT/notes.txt"
 fi
 export SRC_SHA=$(sha256sum "$FAM/gemm_hopper.cu" | cut -c1-16)
@@ -193,7 +184,7 @@ declare -A PT=(
   [p25_p1e4_bn256_s3_r0]="BM=128 BN=256 BK=64 STAGES=3 SPLITK=16 RASTER=0 SMALLN=32 PERSIST=1 CLUSTER=1 EPI_BUFS=4"
   [p26_ppe4_bn256_s4_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=1 EPI_BUFS=4"
   [p27_ppc2e4_bn256_s4_r1]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=1 RASTER=1 SMALLN=32 PERSIST=2 CLUSTER=2 EPI_BUFS=4"
-  # Timing diagnostics of p11 (KA_DIAG, wrong outputs; bench/h200_next.sh's gemm_diag runs them, the
+  # Timing diagnostics of p11 (KA_DIAG, wrong outputs; bench/regress/queue.sh's gemm_diag runs them, the
   # self-test below skips them): d01 without the epilogue, d02 also without the wgmmas, d03 storing C
   # from registers instead of through shared memory and TMA (right outputs).
   [d01_p11_noepi]="BM=128 BN=256 BK=64 STAGES=4 SPLITK=16 RASTER=1 SMALLN=32 PERSIST=1 CLUSTER=1 DIAG=1"

@@ -1,30 +1,30 @@
 #!/usr/bin/env python3
-"""Issue 6's figures from a `kernelarc optimize` campaign store over the attention problems (012 and
+"""The attention figures from a `kernelarc optimize` campaign store over the attention problems (012 and
 018 paged decode, 014 / 016 / 019 causal prefill): per problem the best candidate (the campaign's
-leaderboard, as bench/gemm_campaign_summary.py reads it), and for it
+leaderboard, as bench/tools/gemm_campaign_summary.py reads it), and for it
   - correctness: workloads passed of those measured (the judge's verdicts, lse included);
   - decode: on the workloads with more than 32 MB of KV (each KV byte counted once: tokens in the
     page table x KV width), the achieved TB/s and its share of the measured HBM bandwidth given as
-    --copy-tb-s (a device copy, what bench/copy_bandwidth.py measures) and, if given, --read-tb-s
-    (a read-only stream, e.g. bench/gather_bw.cu's sequential read); with --read-after-flush (the
-    JSON lines of bench/read_after_flush.py, measured on the same GPU) also the time a plain read of
+    --copy-tb-s (a device copy, what bench/tools/copy_bandwidth.py measures) and, if given, --read-tb-s
+    (a read-only stream, e.g. bench/tools/gather_bw.cu's sequential read); with --read-after-flush (the
+    JSON lines of bench/tools/read_after_flush.py, measured on the same GPU) also the time a plain read of
     the same bytes takes right after the judge's L2 flush (interpolated between the measured sizes):
     the ceiling the timing protocol leaves at that size, whatever the kernel;
   - prefill: on the workloads with more than 50 GFLOP of unmasked work (only the visible query-key
     pairs), the achieved TFLOP/s and its share of --dense-tflops (default 760, the H200's measured
-    bf16 dense rate; bench/h200_campaign.sh passes what bench/copy_bandwidth.py measured in the run);
+    bf16 dense rate; bench/regress/campaign.sh passes what bench/tools/copy_bandwidth.py measured in the run);
   - against the reference: the workloads where the best is not faster than PyTorch eager
     (reference_us) or, when the campaign ran with --time-compile, torch.compile (compile_us). A
     campaign run without --time-compile (the compiled references of these problems take minutes to
     time) can take the compiled timings from a `kernelarc sol` cache archive instead, --sol-cache
-    (e.g. bench/h200-sol-cache.tgz: the oracle's timings-only entries, matched by definition and
+    (e.g. .data/sol-cache.tgz, bench/lib.sh: the oracle's timings-only entries, matched by definition and
     workload uuid); the summary says where each baseline came from. The judge itself takes both
     timings from such a cache, extracted into its cache folder, where they were measured on a GPU of
     the same name (Oracle::borrow_timings_for; measurements marked "reference_timed"), and then
     counts their compile timings as the campaign's.
-KV sizes and FLOPs come from the workloads' page tables (bench/attention_selftest.py's readers).
+KV sizes and FLOPs come from the workloads' page tables (bench/tools/attention_selftest.py's readers).
 Usage: attention_campaign_summary.py CAMPAIGN_DIR --copy-tb-s X [--read-tb-s Y] [--dense-tflops 760]
-                                     [--sol-cache bench/h200-sol-cache.tgz] [--read-after-flush FILE]"""
+                                     [--sol-cache .data/sol-cache.tgz] [--read-after-flush FILE]"""
 import argparse
 import json
 import os
@@ -56,7 +56,7 @@ KINDS = {"012_": "gqa", "018_": "mla", "014_": "gqa_prefill", "016_": "gqa_prefi
 def read_after_flush_us(rows, mb, key="read_zero_us"):
     """A plain read's device time (us) for mb MB right after the judge's flush (key rows_zero_us: the
     same bytes as random rows), linear between the two nearest measured sizes of
-    bench/read_after_flush.py's rows; None outside the measured range."""
+    bench/tools/read_after_flush.py's rows; None outside the measured range."""
     pts = sorted((r["mb"], r[key]) for r in rows if r.get(key))
     for (m0, t0), (m1, t1) in zip(pts, pts[1:]):
         if m0 <= mb <= m1:
@@ -71,11 +71,11 @@ def main():
     ap.add_argument("--read-tb-s", type=float)
     ap.add_argument("--dense-tflops", type=float, default=760.0)
     ap.add_argument("--sol-cache", help="sol cache archive whose torch.compile timings stand in where the campaign has none")
-    ap.add_argument("--read-after-flush", help="bench/read_after_flush.py's JSON lines (same GPU): per decode workload, "
+    ap.add_argument("--read-after-flush", help="bench/tools/read_after_flush.py's JSON lines (same GPU): per decode workload, "
                     "the time a plain read of its KV bytes takes after the judge's flush")
     a = ap.parse_args()
     raf = [json.loads(l) for l in open(a.read_after_flush) if l.strip()] if a.read_after_flush else []
-    cached = sol_cache_compile_us(a.sol_cache) if a.sol_cache else {}
+    cached = sol_cache_compile_us(a.sol_cache) if a.sol_cache and os.path.isfile(a.sol_cache) else {}
     db = sqlite3.connect(os.path.join(a.campaign, "campaign.db"))
     probs = [p for (p,) in db.execute("SELECT DISTINCT problem FROM candidates ORDER BY problem")]
     for prob in probs:

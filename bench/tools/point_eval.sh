@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Judge hand-picked knob points of a kernel family on a problem's workloads with the judge's own
-# protocol (`kernelarc eval`, torch reference timed in the same process), on the H200 from the repo
+# protocol (`kernelarc eval`, torch reference timed in the same process), on a GPU from the repo
 # root after scripts/device-pack.sh (carry .dev and .data). What the family self-tests cannot say:
 # how a point compares with the reference under the judge's timing.
 #   RUNS="PROBLEM|MRANGE|FAMILY|KNOB=v,KNOB=v ..." (one run per line): each point is generated as
@@ -11,13 +11,10 @@
 # Writes $OUT/point_eval.txt: per run the eval's table, then a summary line per run (geomean of
 # reference / candidate over its workloads, slowest and fastest workload).
 set -uo pipefail
-K=${KERNELARC:-.dev/bin/kernelarc}
-[[ -x $K ]] || K=build/src/kernelarc
-P=${PROBLEMS:-.data/problems/sol-execbench/FlashInfer-Bench}
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 OUT=${OUT:-/tmp/point-eval}
 W=${WORK:-/tmp/point-eval-work}
 mkdir -p "$OUT" "$W"
-[[ -d .dev/lib ]] && export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
 : >"$OUT/point_eval.txt"
 i=0
 while IFS='|' read -r prob mmax fam knobs; do

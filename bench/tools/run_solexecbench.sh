@@ -2,7 +2,7 @@
 # Runs NVIDIA's own SOL-ExecBench evaluator (github.com/NVIDIA/SOL-ExecBench, its `sol-execbench`
 # CLI, unmodified) on one problem folder and one solution.json, offline, on the GPU machine.
 #
-#   bench/run_solexecbench.sh PROBLEM_DIR SOLUTION_JSON TRACES_JSONL
+#   bench/tools/run_solexecbench.sh PROBLEM_DIR SOLUTION_JSON TRACES_JSONL
 #
 # Run from the repo root. Needs, carried as ignored paths:
 #   .whl/                     the wheels the GPU image lacks (pydantic and its deps, cupti-python);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises the tables `kernelarc sol` printed (one file per problem, as bench/h200_sol.sh writes
+"""Summarises the tables `kernelarc sol` printed (one file per problem, as bench/regress/sol.sh writes
 them): per problem the workloads, how many have every local column (FLOPs, bytes, limiting term,
 SOL, eager, compile) filled, the limiting terms, and the median ratios eager/SOL and compile/eager.
 Usage: sol_summary.py DIR"""

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # GPU check of the causal prefill attention families (families/gqa_prefill_cuda for 014 paged and 016
-# ragged GQA, families/mla_prefill_cuda for 019 paged MLA) on the H200, from the repo root after
+# ragged GQA, families/mla_prefill_cuda for 019 paged MLA) on a Hopper GPU (H200, H100), from the repo root after
 # scripts/device-pack.sh (carry .dev and .data):
 #   1. device facts (nvidia-smi);
-#   2. self-test outside the judge (bench/attention_selftest.py --mode cuda): points per family
+#   2. self-test outside the judge (bench/tools/attention_selftest.py --mode cuda): points per family
 #      (PTS_GQA: five warp-specialised wgmma points (WS=1) and the best WS=0 one; PTS_MLA: three wgmma points and
 #      the two mma.sync ones; space-separated
 #      knob lists; PTS_GQA= / PTS_MLA= (empty) skip that family's self-test; SELFTEST_TIMEOUT per family, default
@@ -26,20 +26,13 @@
 # "checks, 0 failed" line in the summary, and per problem "N candidates, M passed every workload"
 # with M > 0.
 set -uo pipefail
-FINAL=${OUT:-/tmp/ka-out}
-OUT=$FINAL/prefill
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
-export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
-K=.dev/bin/kernelarc
-P=.data/problems/sol-execbench/FlashInfer-Bench
-[[ -d $P ]] || P=../shared/problems/sol-execbench/FlashInfer-Bench
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+bench_out prefill
 G1=014_gqa_paged_prefill_causal_h32_kv4_d128_ps1
 G2=016_gqa_ragged_prefill_causal_h32_kv4_d128
 M1=019_mla_paged_prefill_causal_h16_ckv512_kpe64_ps1
 BUDGET=${BUDGET:-8}
 OPTIMIZE=${OPTIMIZE:-1}
-DEADLINE=${DEADLINE:-540}
 W014=${W014:-0,1,2,3,10,27}
 W016=${W016:-all}
 W019=${W019:-0,7,16,19,20,28}
@@ -56,22 +49,22 @@ PTS_GQA=${PTS_GQA-"WARPS=8,KV_TILE=128,STAGES=2,ORDER=2,Q_IN_SMEM=1,MMA=1,OVERLA
 PTS_MLA=${PTS_MLA-"QTOK=4,WARPS=12,KV_TILE=32,STAGES=6,ORDER=2,PERSIST=0,MMA=1 QTOK=4,WARPS=12,KV_TILE=32,STAGES=4,ORDER=2,PERSIST=0,MMA=1 QTOK=4,WARPS=8,KV_TILE=64,STAGES=2,ORDER=2,PERSIST=0,MMA=1 QTOK=2,WARPS=4,KV_TILE=32,STAGES=3,ORDER=2 QTOK=4,WARPS=8,KV_TILE=32,STAGES=2,ORDER=1"}
 CAMP=${CAMP:-/tmp/ka-prefill-camp}
 STAGE=${TMPDIR:-/tmp}/ka-prefill-problems
-T0=$(date +%s)
-left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
+deadline_start "${DEADLINE:-540}"
+T0=$START
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,memory.total --format=csv >"$OUT/gpu.txt" 2>&1
+gpu_facts "$OUT/gpu.txt" memory.total
 df -h /tmp >>"$OUT/gpu.txt" 2>&1
 
 # ── 2. self-test outside the judge ──────────────────────────────────────────────────────────────
 knob_args() { for k in $1; do printf -- '--knobs %s ' "$k"; done; }
 st_t=${SELFTEST_TIMEOUT:-240}
 if [[ -n $PTS_GQA ]]; then
-  timeout $st_t python3 bench/attention_selftest.py --mode cuda --family gqa_prefill $(knob_args "$PTS_GQA") \
+  timeout $st_t python3 bench/tools/attention_selftest.py --mode cuda --family gqa_prefill $(knob_args "$PTS_GQA") \
     --cases ${CASES:-both} ${ONLY:+--only $ONLY} --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-prefill-selftest >"$OUT/selftest_gqa.txt" 2>&1
   echo "exit $?" >>"$OUT/selftest_gqa.txt"
 fi
 if [[ -n $PTS_MLA ]]; then
-  timeout $st_t python3 bench/attention_selftest.py --mode cuda --family mla_prefill $(knob_args "$PTS_MLA") \
+  timeout $st_t python3 bench/tools/attention_selftest.py --mode cuda --family mla_prefill $(knob_args "$PTS_MLA") \
     --cases ${CASES:-both} ${ONLY:+--only $ONLY} --time --jsonl "$OUT/selftest.jsonl" --workdir /tmp/ka-prefill-selftest >"$OUT/selftest_mla.txt" 2>&1
   echo "exit $?" >>"$OUT/selftest_mla.txt"
 fi

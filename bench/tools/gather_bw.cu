@@ -1,4 +1,4 @@
-// bench/gather_bw.cu — how fast can a GPU read rows scattered at random in a large pool? The
+// bench/tools/gather_bw.cu — how fast can a GPU read rows scattered at random in a large pool? The
 // ceiling of a paged-KV decode kernel is not the copy bandwidth when its pages are small: the dev
 // decode problems (012, 018) have page_size 1 and kv_indices a random permutation, so each KV head
 // of a token is one 256-byte piece (GQA, 4 heads x 128 x bf16 per 1 KB token row), or for MLA one
@@ -8,7 +8,7 @@
 // sequential read of the same bytes.
 // `split` > 1 reads each row as `split` pieces in `split` different CTAs running side by side
 // (block b reads piece b % split of its rows), as a decode kernel with one CTA per KV head does.
-//   nvcc -O3 -std=c++17 -arch=sm_90a -o gather_bw bench/gather_bw.cu && ./gather_bw
+//   nvcc -O3 -std=c++17 -arch=sm_90a -o gather_bw bench/tools/gather_bw.cu && ./gather_bw
 // Prints one line per case and U (1 or 4 rows loaded per thread before use): piece, stride, split,
 // U, MB read, median µs, GB/s, and % of the faster sequential read (U = 1 or 4 as well). No
 // KernelArc code depends on it; its figures go to bench/RESULTS.md.

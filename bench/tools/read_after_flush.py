@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""bench/read_after_flush.py — the fastest a kernel can read N bytes under the judge's protocol.
+"""bench/tools/read_after_flush.py — the fastest a kernel can read N bytes under the judge's protocol.
 
 SOL-ExecBench (and KernelArc's judge, src/target/cuda_backend.cpp) clears the L2 before every timed
 call by zeroing a buffer of twice the L2 size, then times the call's kernels on the device (CUPTI:
 first kernel start to last kernel end). The zeroing leaves the L2 full of dirty lines, which are
-written back to HBM while the timed kernel reads: a fixed cost that weighs most on small calls. Issue
-6 asks decode kernels to reach 80% of the copy bandwidth on every workload with more than 32 MB of
+written back to HBM while the timed kernel reads: a fixed cost that weighs most on small calls. The
+decode target asks decode kernels to reach 80% of the copy bandwidth on every workload with more than 32 MB of
 KV; this measures what a plain sequential read of the same number of bytes reaches there, so a
 decode figure can be read against the ceiling the protocol leaves, not only against the copy rate of
 a 4 GiB copy.
@@ -17,14 +17,14 @@ CUPTI kernel records):
   read/clean  the same read after an L2 sweep by reading 2x L2 (the L2 left holding clean lines):
               the difference is the write-back of the flush's dirty lines;
   copy/zero   a device-to-device copy of N/2 bytes (N bytes moved), after the judge's flush: the
-              column bench/campaign_summary.py prints for the largest workload;
+              column bench/tools/campaign_summary.py prints for the largest workload;
   rows/zero   N bytes as rows of --row-bytes (default 1024: an MLA ckv row; a GQA page row of 4
               heads x 128 x bf16, of K or of V) at random distinct places of a --pool-mb pool
               (default 1024: 018's ckv cache holds 989 669 pages, 1.01 GB), the row numbers read from
               an index array as a paged decode does, after the judge's flush: the ceiling of a paged
               decode at that size, where a page is one token.
 and prints one line per size with µs, TB/s and the share of COPY_TB_S (the 4 GiB copy rate the
-campaign summaries divide by; measured here with bench/copy_bandwidth.py's method when not given).
+campaign summaries divide by; measured here with bench/tools/copy_bandwidth.py's method when not given).
 
 Usage: read_after_flush.py [--sizes-mb 32,48,...] [--copy-tb-s X] [--reps 30] [--json FILE]
                            [--row-bytes 1024] [--pool-mb 1024]

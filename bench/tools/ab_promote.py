@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Promotes the winner of a prefill A/B to its family's first seed, in a copy of families/ that a
-campaign later in the same device session reads (kernelarc optimize --families DIR), so that a
-session cut between calls still searches from the measured best. Used by bench/h200_next.sh.
+campaign later in the same queue reads (kernelarc optimize --families DIR), so that a queue cut
+between runs still searches from the measured best. Used by bench/regress/queue.sh.
 
-Reads self-test rows (bench/attention_selftest.py --jsonl, as bench/h200_prefill_ab.sh writes them),
+Reads self-test rows (bench/tools/attention_selftest.py --jsonl, as bench/tools/prefill_ab.sh writes them),
 keeps the repo's source (not an OLD copy), and compares every point of FAMILY with BASELINE on the
 workloads BASELINE ran: a point correct on all of them whose geomean time is below (1 - MIN_GAIN)
 of the baseline's wins (the lowest geomean). The winner goes first in the copy's family.json seeds
 (the old seeds follow), with the measurement as its "why". Nothing is written without a winner.
 
-  python3 bench/ab_promote.py ROWS.jsonl --family gqa_prefill_cuda --baseline K=V,K=V,... \\
+  python3 bench/tools/ab_promote.py ROWS.jsonl --family gqa_prefill_cuda --baseline K=V,K=V,... \\
       --families-out DIR [--families-in families] [--min-gain 0.02] [--date YYYY-MM-DD]
 """
 import argparse
@@ -78,7 +78,7 @@ def main():
     for n, dom in fam["knobs"].items():
         knobs.setdefault(n, dom[0])  # a knob the row's source lacked: its first value (the old behaviour)
     ws = ", ".join(f"{p} {c}" for p, c in cases)
-    why = (f"H200, {a.date}, bench/h200_next.sh A/B (self-test timing): geomean time {g:.3f} x the seed "
+    why = (f"H200, {a.date}, bench/regress/queue.sh A/B (self-test timing): geomean time {g:.3f} x the seed "
            f"{a.baseline} on {ws}")
     fam["seeds"] = [{"knobs": knobs, "why": why}] + [s for s in fam.get("seeds", []) if s.get("knobs") != knobs]
     with open(path, "w") as f:
