@@ -10,7 +10,8 @@
 #             and bench/regress/sol.sh;
 #   LD_LIBRARY_PATH (.dev/lib first) and KERNELARC_CACHE (default /tmp/ka-cache), exported.
 # Functions: bench_out SUB (FINAL=$OUT or /tmp/ka-out, OUT=$FINAL/SUB, created), gpu_facts FILE
-# (nvidia-smi's name, driver and clocks), deadline_start SECONDS and left (seconds still left).
+# (nvidia-smi's name, driver and clocks), deadline_start SECONDS and left (seconds still left),
+# knob_args LIST (`--knobs` per point) and stage_problem NAME SEL (a workload subset as a problem).
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
 export LD_LIBRARY_PATH=$ROOT/.dev/lib:${LD_LIBRARY_PATH:-}
@@ -36,3 +37,22 @@ deadline_start() {  # deadline_start SECONDS: `left` then says how many of them 
   DEADLINE=$1
 }
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
+
+knob_args() { for k in $1; do printf -- '--knobs %s ' "$k"; done; }  # "K=v,K=v K=v,..." -> --knobs ...
+
+# stage_problem NAME SEL: problem NAME of $P with only the workloads SEL (0-based lines of
+# workload.jsonl, comma-separated, or "all") as a problem folder $STAGE/NAME, its blobs linked.
+stage_problem() {  # name, comma list of workload indices or "all"
+  local name=$1 sel=$2 dst=$STAGE/$1
+  rm -rf "$dst" && mkdir -p "$dst"
+  cp "$P/$name/definition.json" "$dst/"
+  [[ -f $P/$name/metadata.json ]] && cp "$P/$name/metadata.json" "$dst/"
+  ln -s "$(cd "$P/$name/blobs" && pwd)" "$dst/blobs"
+  python3 - "$P/$name/workload.jsonl" "$dst/workload.jsonl" "$sel" <<'PY'
+import sys
+src, dst, sel = sys.argv[1:]
+lines = open(src).read().splitlines()
+keep = range(len(lines)) if sel == "all" else [int(x) for x in sel.split(",")]
+open(dst, "w").write("".join(lines[i] + "\n" for i in keep))
+PY
+}

@@ -43,7 +43,6 @@ COPY=$(python3 -c "import json;print(json.load(open('$OUT/copy.json'))['copy_tb_
 # (An empty list, PTS_MLA= for instance, skips that family: hence `-`, not `:-`.)
 PTS_GQA=${PTS_GQA-"WARPS=4,TILE=64,STAGES=3,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0,L2_PREFETCH=0 WARPS=4,TILE=64,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=256,L2_PREFETCH=0"}
 PTS_MLA=${PTS_MLA-"WARPS=8,TILE=64,STAGES=2,SPLIT_TOKENS=4096,WAVES=1,FUSED_MERGE=1,NO_SPLIT_BELOW=0,L2_PREFETCH=0 WARPS=8,TILE=32,STAGES=4,SPLIT_TOKENS=512,WAVES=2,FUSED_MERGE=0,NO_SPLIT_BELOW=0,L2_PREFETCH=0"}
-knob_args() { for k in $1; do printf -- '--knobs %s ' "$k"; done; }
 for fam in gqa mla; do
   [[ $fam == gqa ]] && pts=$PTS_GQA || pts=$PTS_MLA
   [[ -z $pts ]] && continue
@@ -54,20 +53,6 @@ done
 T1=$(date +%s)
 
 # ── 3. campaigns on staged workload subsets ─────────────────────────────────────────────────────
-stage_problem() {  # name, comma list of workload indices or "all"
-  local name=$1 sel=$2 dst=$STAGE/$1
-  rm -rf "$dst" && mkdir -p "$dst"
-  cp "$P/$name/definition.json" "$dst/"
-  [[ -f $P/$name/metadata.json ]] && cp "$P/$name/metadata.json" "$dst/"
-  ln -s "$(cd "$P/$name/blobs" && pwd)" "$dst/blobs"
-  python3 - "$P/$name/workload.jsonl" "$dst/workload.jsonl" "$sel" <<'PY'
-import sys
-src, dst, sel = sys.argv[1:]
-lines = open(src).read().splitlines()
-keep = range(len(lines)) if sel == "all" else [int(x) for x in sel.split(",")]
-open(dst, "w").write("".join(lines[i] + "\n" for i in keep))
-PY
-}
 stage_problem $G "$W012"
 stage_problem $M "$W018"
 left=$(( ${TOTAL_BUDGET_S:-450} - (T1 - T0) ))

@@ -56,7 +56,6 @@ gpu_facts "$OUT/gpu.txt" memory.total
 df -h /tmp >>"$OUT/gpu.txt" 2>&1
 
 # ── 2. self-test outside the judge ──────────────────────────────────────────────────────────────
-knob_args() { for k in $1; do printf -- '--knobs %s ' "$k"; done; }
 st_t=${SELFTEST_TIMEOUT:-240}
 if [[ -n $PTS_GQA ]]; then
   timeout $st_t python3 bench/tools/attention_selftest.py --mode cuda --family gqa_prefill $(knob_args "$PTS_GQA") \
@@ -71,20 +70,6 @@ fi
 T1=$(date +%s)
 
 # ── 3. campaigns on staged workload subsets ─────────────────────────────────────────────────────
-stage_problem() {  # name, comma list of workload indices or "all"
-  local name=$1 sel=$2 dst=$STAGE/$1
-  rm -rf "$dst" && mkdir -p "$dst"
-  cp "$P/$name/definition.json" "$dst/"
-  [[ -f $P/$name/metadata.json ]] && cp "$P/$name/metadata.json" "$dst/"
-  ln -s "$(cd "$P/$name/blobs" && pwd)" "$dst/blobs"
-  python3 - "$P/$name/workload.jsonl" "$dst/workload.jsonl" "$sel" <<'PY'
-import sys
-src, dst, sel = sys.argv[1:]
-lines = open(src).read().splitlines()
-keep = range(len(lines)) if sel == "all" else [int(x) for x in sel.split(",")]
-open(dst, "w").write("".join(lines[i] + "\n" for i in keep))
-PY
-}
 if [[ $OPTIMIZE != 0 ]]; then
   stage_problem $G1 "$W014"
   stage_problem $G2 "$W016"
