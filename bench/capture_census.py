@@ -4,7 +4,7 @@ process per problem, one at a time) and reports per problem: captured or not, wh
 op histogram; then the failure classes and the union of ops over the captured problems.
 
     python3 bench/capture_census.py [--root ../shared/problems/sol-execbench] [--cats L1,L2,Quant]
-        [--out capture-census] [--only NAME_SUBSTRING] [--redo] [--timeout 600] [--ops-json PATH]
+        [--out capture-census] [--only NAME_SUBSTRING] [--redo | --redo-failed] [--timeout 600] [--ops-json PATH]
 
 Results go to OUT/census.json (kept between runs: a problem already there is not captured again
 unless --redo or --only names it) and the graphs to OUT/<category>/<problem>/.
@@ -124,6 +124,7 @@ def main():
     p.add_argument("--out", default="capture-census")
     p.add_argument("--only", help="capture only problems whose name contains this")
     p.add_argument("--redo", action="store_true", help="capture again problems already in census.json")
+    p.add_argument("--redo-failed", action="store_true", help="capture again the problems census.json has as failed")
     p.add_argument("--timeout", type=int, default=600)
     p.add_argument("--ops-json", help="also write the op union to this file")
     p.add_argument("--doc", help="rewrite the op table of this docs/graph-format.md at the end")
@@ -143,7 +144,8 @@ def main():
     for name in names:
         if a.only and a.only not in name:
             continue
-        if name in results and not a.redo and not a.only:
+        redo = a.redo or a.only or (a.redo_failed and not results.get(name, {}).get("captured"))
+        if name in results and not redo:
             continue
         run = capture_one if a.subprocess else capture_inproc
         res = run(os.path.join(a.root, name), os.path.join(a.out, name), a.timeout)

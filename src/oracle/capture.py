@@ -81,6 +81,14 @@ class SourceLines:
                 found = int(m.group(2))
         return self.line_text(found) if found else None
 
+    def find_line(self, text):
+        """'line N: text' for the first reference line whose code is text (a traced frame's `loc`)."""
+        text = text.strip()
+        for i, line in enumerate(self.lines, 1):
+            if text and line.strip() == text:
+                return self.line_text(i)
+        return text or None
+
     def remember(self, ep):
         """Keeps the traced program's stack traces: decomposition re-traces and loses them, but its
         nodes name their origin (meta "from_node")."""
@@ -354,26 +362,100 @@ def capture(problem_dir, out_dir, workload_uuid=None):
             values = capture_inputs.example_inputs(problem, namespace, w, axes)
         except Exception as e:
             raise capture_graph.CaptureError(f"example inputs: {oracle.exc_text(e)}", source=src.of_exception(e))
-        return _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0)
+        def real_inputs():
+            try:
+                return capture_inputs.real_inputs(problem, namespace, uuid, w, axes)
+            except Exception as e:  # noqa: BLE001
+                raise capture_graph.CaptureError(f"real inputs for draft export: {oracle.exc_text(e)}",
+                                                 source=src.of_exception(e))
+
+        return _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0, real_inputs)
     finally:
         refsrc.cleanup()
 
 
-def _trace(module, values, dyn, src):
-    try:
-        ep, ds = export_program(module, values, dyn, src)
-        src.remember(ep)
-        return decompose(ep), ds
-    except capture_graph.CaptureError:
-        raise
-    except Exception as e:  # noqa: BLE001
-        raise failure_of(e, src)
+class Tracing:
+    """How the reference is traced: torch.export on unfilled example inputs, or — when that meets a
+    data-dependent branch — torch.export.draft_export on real inputs of the same workload, which
+    takes the branch the data take (recorded in `assumptions`) and refuses to fix a data-dependent
+    size."""
+
+    def __init__(self, module, src):
+        self.module, self.src = module, src
+        self.draft = False
+        self.assumptions = []
+
+    def trace(self, values, dyn):
+        try:
+            if self.draft:
+                ep, ds = self._draft(values, dyn)
+            else:
+                ep, ds = export_program(self.module, values, dyn, self.src)
+            self.src.remember(ep)
+            return decompose(ep), ds
+        except capture_graph.CaptureError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise failure_of(e, self.src)
+
+    def _draft(self, values, dyn):
+        ds = (dyn,)
+        _emulate_scaled_mm_on_cpu()
+        with contextlib.redirect_stdout(sys.stderr), torch.no_grad():
+            ep = torch.export.draft_export(self.module, tuple(values), dynamic_shapes=ds, strict=False)
+        found = []
+        for f in ep._report.failures:
+            data = f.data if isinstance(f.data, dict) else {}
+            expr, result = str(data.get("expr", "")), str(data.get("result", ""))
+            locals_ = data.get("frame_locals") if isinstance(data.get("frame_locals"), dict) else {}
+            source = self.src.find_line(str(locals_.get("loc", "")))
+            if f.failure_type.name == "DATA_DEPENDENT_ERROR" and _is_condition(expr):
+                found.append({"condition": expr, "taken": result, "source": source})
+                continue
+            what = "a size computed from tensor data" if f.failure_type.name == "DATA_DEPENDENT_ERROR" \
+                else f.failure_type.name
+            raise capture_graph.CaptureError(f"data-dependent: {what} ({expr}) would be fixed to the traced value "
+                                             f"{result}", source=source)
+        self.assumptions = found
+        return ep, ds
 
 
-def _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0):
+_CPU_OVERRIDES = []
+
+
+def _emulate_scaled_mm_on_cpu():
+    """draft_export runs the reference on real CPU tensors, and the CPU `_scaled_mm` takes only
+    per-tensor scales. During a capture it is replaced by an emulation: exact for per-tensor fp8
+    scales, zeros of the right shape otherwise (block scales, fp4) — the values only steer
+    data-dependent branches, and the reference's branches (a zero global scale) come before it."""
+    if _CPU_OVERRIDES:
+        return
+    lib = torch.library.Library("aten", "IMPL")
+
+    def scaled_mm(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
+        dtype = out_dtype or a.dtype
+        if scale_a.numel() == 1 and scale_b.numel() == 1 and a.dtype != torch.float4_e2m1fn_x2:
+            out = (a.float() * scale_a.float()) @ (b.float() * scale_b.float())
+            if bias is not None:
+                out = out + bias.float()
+            return out.to(dtype)
+        return torch.zeros(a.shape[0], b.shape[1], dtype=dtype)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib.impl("_scaled_mm", scaled_mm, "CPU")
+    _CPU_OVERRIDES.append(lib)
+
+
+def _is_condition(expr):
+    """Whether a guard is a true/false condition (a branch), not an integer (a size)."""
+    return bool(re.match(r"^(Eq|Ne|Lt|Le|Gt|Ge|Not|And|Or|Unequality|Equality)\(", expr)) or \
+        any(op in expr for op in ("<", ">", "==", "!=")) or expr in ("True", "False")
+
+
+def _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0, real_inputs):
     from torch.export import Dim
 
-    names_in = list(defn["inputs"].keys())
     names_out = list(defn["outputs"].keys())
     dims = capture_inputs.DimBuilder(defn)
     roles = scalar_roles(defn, problem, values)
@@ -390,20 +472,35 @@ def _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0)
             dyn.append(Dim.AUTO)
         else:
             dyn.append(None)
-    module = make_module(run_fn, names_out, ties)
-    ep, ds = _trace(module, values, tuple(dyn), src)
+    def apply_ties(vals):  # a tied int scalar equals its axis (also where the trace raised an axis to 2)
+        for si, ti, dim in ties:
+            vals[si] = int(vals[ti].shape[dim])
+        return vals
+
+    values = apply_ties(list(values))
+    tracing = Tracing(make_module(run_fn, names_out, ties), src)
+    try:
+        ep, ds = tracing.trace(values, tuple(dyn))
+    except capture_graph.CaptureError as e:
+        if not e.reason.startswith("data-dependent"):
+            raise
+        values = apply_ties(list(real_inputs()))
+        tracing.draft = True
+        ep, ds = tracing.trace(values, tuple(dyn))
     float_idx = [i for i, v in enumerate(values) if isinstance(v, float)]
     refs, specialized = {}, set()
     if float_idx:
         values2 = _perturbed(values, float_idx)
         try:
-            ep2, _ = _trace(module, values2, ds[0], src)
+            ep2, _ = tracing.trace(values2, ds[0])
             refs, specialized = scalar_references(ep, ep2, values, values2, float_idx)
             if constant_changes(ep, ep2):
                 specialized.update(float_idx)
         except capture_graph.CaptureError:
             specialized.update(float_idx)
     graph = build_graph(ep, defn, problem, axes, values, int_roles, refs, specialized, src)
+    if tracing.assumptions:
+        graph["assumptions"] = tracing.assumptions
     graph["capture"] = {"workload": uuid, "axes": {a: axes[a] for a in axes}, "torch": torch.__version__,
                         "seconds": round(time.time() - t0, 2)}
     write_graph(graph, out_dir)
@@ -412,7 +509,7 @@ def _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0)
         ops[n["op"]] = ops.get(n["op"], 0) + 1
     return {"captured": True, "problem": defn.get("name"), "nodes": len(graph["nodes"]), "ops": ops,
             "notes": graph.get("notes", []), "specialized": [v["name"] for v in graph["inputs"] if "specialized" in v],
-            "workload": uuid, "seconds": graph["capture"]["seconds"]}
+            "assumptions": len(tracing.assumptions), "workload": uuid, "seconds": graph["capture"]["seconds"]}
 
 
 def build_graph(ep, defn, problem, axes, values, int_roles, refs, specialized, src):

@@ -128,6 +128,11 @@ def expr_text(e):
         return f"{e.p} // {e.q}" if e.q > 0 else str(float(e))
     if e.is_Symbol:
         return e.name
+    if isinstance(e, (sympy.Add, sympy.Mul)) and any(
+            a.is_Rational and not a.is_Integer for a in sympy.preorder_traversal(e)):
+        num, den = sympy.fraction(sympy.together(e))  # exact by construction (see map_input_symbols)
+        if den.is_Integer and den > 1:
+            return f"{_paren(sympy.expand(num), 2)} // {int(den)}"
     if isinstance(e, sympy.Add):
         terms = sorted(e.args, key=lambda t: (t.is_Number, sympy.default_sort_key(t)))
         out = expr_text(terms[0])
@@ -143,7 +148,10 @@ def expr_text(e):
             return f"{_paren(num, 2)} // {_paren(den, 3)}"
         coeff, rest = e.as_coeff_Mul()
         factors = list(sympy.Mul.make_args(rest))
-        parts = ([] if coeff == 1 else ["-" if coeff == -1 else str(coeff)]) + [_paren(f, 2) for f in factors]
+        # a floor division or modulo inside a product needs parentheses: `a * b // 2 * c` is
+        # ((a * b) // 2) * c in Python
+        parts = ([] if coeff == 1 else ["-" if coeff == -1 else str(coeff)]) + [
+            _paren(f, 3 if isinstance(f, (FloorDiv, Mod, PythonMod, sympy.Mod)) else 2) for f in factors]
         if parts and parts[0] == "-":
             return "-" + " * ".join(parts[1:])
         return " * ".join(parts)

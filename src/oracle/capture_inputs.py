@@ -42,9 +42,11 @@ def input_bytes(defn, axes):
 
 
 def pick_workload(problem):
-    """(uuid, workload, resolved axes): the smallest workload, preferring var axes all >= 2."""
+    """(uuid, workload, resolved axes): the smallest workload among those with the fewest var axes
+    (of the input shapes) below 2."""
     defn = problem.definition
-    var = [a for a, k in axis_kinds(defn).items() if k == "var"]
+    used = {str(a) for spec in defn["inputs"].values() for a in (spec["shape"] or [])}
+    var = [a for a, k in axis_kinds(defn).items() if k == "var" and a in used]
     best = None
     for uuid, w in problem.workloads.items():
         try:
@@ -53,13 +55,18 @@ def pick_workload(problem):
             size = input_bytes(defn, axes)
         except Exception:
             continue
-        small_axis = any(axes.get(a, 0) < MIN_VAR_AXIS for a in var)
-        key = (small_axis, size, uuid)
+        small_axes = sum(axes.get(a, 0) < MIN_VAR_AXIS for a in var)
+        key = (small_axes, size, uuid)
         if best is None or key < best[0]:
             best = (key, uuid, w, axes)
     if best is None:
         raise ValueError("no usable workload in workload.jsonl")
-    return best[1], best[2], best[3]
+    _, uuid, w, axes = best
+    small = {a: MIN_VAR_AXIS for a in var if axes.get(a, 0) < MIN_VAR_AXIS}
+    if small:  # no workload has them all >= 2: trace at 2 (the graph does not depend on the sizes)
+        w = dict(w, axes={**(w.get("axes") or {}), **small})
+        axes = oracle.resolve_axes(defn, w["axes"])
+    return uuid, w, axes
 
 
 def _custom_values(problem, namespace, workload, axes):
@@ -107,6 +114,19 @@ def example_inputs(problem, namespace, workload, axes):
             if dtype == torch.float4_e2m1fn_x2 and kind != "safetensors":
                 shape[-1] //= 2  # the oracle draws the declared shape and packs two values a byte
             values.append(torch.empty(shape, dtype=dtype))
+    return values
+
+
+def real_inputs(problem, namespace, uuid, workload, axes):
+    """The workload's inputs with their values, drawn as the oracle draws them (CPU, seed 0): for
+    draft export, which decides data-dependent branches on the data."""
+    defn = problem.definition
+    shapes = {n: oracle.resolve_shape(s["shape"], axes) for n, s in defn["inputs"].items()}
+    safe = {}
+    if any(isinstance(d, dict) and d.get("type") == "safetensors" for d in workload["inputs"].values()):
+        safe = oracle.load_safetensors_inputs(problem, workload, shapes)
+    oracle.seed_everything(oracle.derive_seed(uuid, 0), torch.device("cpu"))
+    values, _ = oracle.gen_inputs(problem, workload, axes, shapes, safe, namespace, torch.device("cpu"), [])
     return values
 
 
