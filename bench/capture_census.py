@@ -4,7 +4,7 @@ process per problem, one at a time) and reports per problem: captured or not, wh
 op histogram; then the failure classes and the union of ops over the captured problems.
 
     python3 bench/capture_census.py [--root ../shared/problems/sol-execbench] [--cats L1,L2,Quant]
-        [--out capture-census] [--only NAME_SUBSTRING] [--redo | --redo-failed] [--timeout 600] [--ops-json PATH]
+        [--out capture-census] [--only NAME_SUBSTRING] [--redo | --redo-failed] [--shard K/N] [--timeout 600] [--ops-json PATH]
 
 Results go to OUT/census.json (kept between runs: a problem already there is not captured again
 unless --redo or --only names it) and the graphs to OUT/<category>/<problem>/.
@@ -13,6 +13,7 @@ unless --redo or --only names it) and the graphs to OUT/<category>/<problem>/.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import signal
@@ -107,6 +108,14 @@ def write_doc_table(doc, ops, ok, done):
 
 def write_union(results, names, a):
     """The op union so far to OUT/ops.json (and --ops-json): readers see it grow during a run."""
+    merged = {}
+    for f in sorted(glob.glob(os.path.join(a.out, "census*.json"))):  # other shards' progress too
+        try:
+            merged.update(json.load(open(f)))
+        except ValueError:
+            pass
+    merged.update(results)
+    results = merged
     ok, done, classes, ops = summarise(results, names)
     union = {"captured": len(ok), "problems": len(done), "ops": ops,
              "failures": {cls: probs for cls, probs in classes.items()}}
@@ -127,6 +136,7 @@ def main():
     p.add_argument("--redo-failed", action="store_true", help="capture again the problems census.json has as failed")
     p.add_argument("--timeout", type=int, default=600)
     p.add_argument("--ops-json", help="also write the op union to this file")
+    p.add_argument("--shard", help="K/N: capture only the problems at positions K mod N (results in census.K.json)")
     p.add_argument("--doc", help="rewrite the op table of this docs/graph-format.md at the end")
     p.add_argument("--subprocess", action="store_true", help="one Python process per problem (slower, isolated)")
     a = p.parse_args()
@@ -135,23 +145,27 @@ def main():
         import capture
         capture._quiet_imports()
     os.makedirs(a.out, exist_ok=True)
-    path = os.path.join(a.out, "census.json")
-    results = json.load(open(path)) if os.path.exists(path) else {}
+    shard, shards = (int(x) for x in a.shard.split("/")) if a.shard else (0, 1)
+    path = os.path.join(a.out, f"census.{shard}.json" if a.shard else "census.json")
+    results = {}
+    for f in sorted(glob.glob(os.path.join(a.out, "census*.json"))):  # every shard's results
+        results.update(json.load(open(f)))
+    mine = json.load(open(path)) if os.path.exists(path) else {}
     names = []
     for cat in a.cats.split(","):
         for prob in sorted(os.listdir(os.path.join(a.root, cat))):
             names.append(f"{cat}/{prob}")
-    for name in names:
-        if a.only and a.only not in name:
+    for k, name in enumerate(names):
+        if (a.only and a.only not in name) or k % shards != shard:
             continue
         redo = a.redo or a.only or (a.redo_failed and not results.get(name, {}).get("captured"))
         if name in results and not redo:
             continue
         run = capture_one if a.subprocess else capture_inproc
         res = run(os.path.join(a.root, name), os.path.join(a.out, name), a.timeout)
-        results[name] = res
+        results[name] = mine[name] = res
         with open(path + ".tmp", "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump(mine, f, indent=1)
         os.replace(path + ".tmp", path)
         write_union(results, names, a)
         if res.get("captured"):

@@ -64,7 +64,9 @@ TEST(Capture, RmsNormGraphIsSymbolicNamedAndCached) {
   EXPECT_TRUE(ops.count("aten.mean.dim"));
   // fp32 maths stays fp32: the mean is taken of a float32 value
   for (const auto& n : g["nodes"])
-    if (n["op"] == "aten.mean.dim") EXPECT_EQ(g["values"][n["outputs"][0].get<int>()]["dtype"], "float32");
+    if (n["op"] == "aten.mean.dim") {
+      EXPECT_EQ(g["values"][n["outputs"][0].get<int>()]["dtype"], "float32");
+    }
   // The second call reads the cache: with no usable Python it still answers.
   ScopedEnv no_python("KERNELARC_PYTHON", "/bin/false");
   ka::CaptureResult again = oracle.capture(p);

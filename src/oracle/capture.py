@@ -247,6 +247,36 @@ def scalar_references(ep1, ep2, values1, values2, float_idx):
     return refs, changed_other
 
 
+_COMMON_FLOATS = {0.0, 1.0, -1.0, 0.5, 2.0, -0.5, -2.0}
+
+
+def _count_floats(ep, v):
+    out = []
+    for n in ep.graph.nodes:
+        if n.op == "call_function":
+            out += [(n.name, path) for path, x in _node_floats(n).items() if x == v]
+    return out
+
+
+def refs_by_value(ep, pre, refs_pre, values, float_idx, specialized):
+    """Scalar references in the decomposed program by value, when the traced programs show that
+    every constant equal to a float scalar is that scalar (and it is not a common constant that a
+    decomposition might add): saves decomposing the second trace. None when not sure."""
+    refs = {}
+    for i in float_idx:
+        if i in specialized:
+            continue
+        v = values[i]
+        found = sum(1 for k in refs_pre.values() if k == i)
+        if v in _COMMON_FLOATS or len(_count_floats(pre, v)) != found:
+            return None
+        hits = _count_floats(ep, v)
+        if found and not hits:
+            return None
+        refs.update({key: i for key in hits})
+    return refs
+
+
 def constant_changes(ep1, ep2):
     """Names of lifted constants whose data differ between two traces."""
     out = []
@@ -385,14 +415,16 @@ class Tracing:
         self.draft = False
         self.assumptions = []
 
-    def trace(self, values, dyn):
+    def trace(self, values, dyn, decomposed=True):
+        """(program, dynamic shapes used); the traced program is kept in self.pre."""
         try:
             if self.draft:
                 ep, ds = self._draft(values, dyn)
             else:
                 ep, ds = export_program(self.module, values, dyn, self.src)
             self.src.remember(ep)
-            return decompose(ep), ds
+            self.pre = ep
+            return (decompose(ep) if decomposed else ep), ds
         except capture_graph.CaptureError:
             raise
         except Exception as e:  # noqa: BLE001
@@ -490,12 +522,19 @@ def _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0,
     float_idx = [i for i, v in enumerate(values) if isinstance(v, float)]
     refs, specialized = {}, set()
     if float_idx:
+        pre1 = tracing.pre
         values2 = _perturbed(values, float_idx)
         try:
-            ep2, _ = tracing.trace(values2, ds[0])
-            refs, specialized = scalar_references(ep, ep2, values, values2, float_idx)
-            if constant_changes(ep, ep2):
+            pre2, _ = tracing.trace(values2, ds[0], decomposed=False)
+            refs_pre, specialized = scalar_references(pre1, pre2, values, values2, float_idx)
+            if constant_changes(pre1, pre2):
                 specialized.update(float_idx)
+            refs = refs_by_value(ep, pre1, refs_pre, values, float_idx, specialized)
+            if refs is None:  # not sure from the traced programs: compare the decomposed ones
+                ep2 = decompose(pre2)
+                refs, specialized = scalar_references(ep, ep2, values, values2, float_idx)
+                if constant_changes(ep, ep2):
+                    specialized.update(float_idx)
         except capture_graph.CaptureError:
             specialized.update(float_idx)
     graph = build_graph(ep, defn, problem, axes, values, int_roles, refs, specialized, src)
