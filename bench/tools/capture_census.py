@@ -3,7 +3,7 @@
 process per problem, one at a time) and reports per problem: captured or not, why, node count and
 op histogram; then the failure classes and the union of ops over the captured problems.
 
-    python3 bench/capture_census.py [--root ../shared/problems/sol-execbench] [--cats L1,L2,Quant]
+    python3 bench/tools/capture_census.py [--root ../shared/problems/sol-execbench] [--cats L1,L2,Quant]
         [--out capture-census] [--only NAME_SUBSTRING] [--redo | --redo-failed] [--shard K/N] [--timeout 600] [--ops-json PATH]
 
 Results go to OUT/census.json (kept between runs: a problem already there is not captured again
@@ -22,7 +22,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CAPTURE = os.path.join(HERE, "..", "src", "oracle", "capture.py")
+CAPTURE = os.path.join(HERE, "..", "..", "src", "oracle", "capture.py")
 
 
 class _Timeout(Exception):
