@@ -644,6 +644,14 @@ int64_t Store::record_measurement(const Measurement& m) {
   return id;
 }
 
+void Store::record_judged(const std::optional<CandidateRecord>& c, std::vector<Measurement>& ms) {
+  require_judge(*this, "record_judged");
+  Txn t(db_, "record_judged");
+  if (c) record_candidate(*c);
+  for (auto& m : ms) m.id = record_measurement(m);
+  t.commit();
+}
+
 void Store::record_budget_move(const BudgetMove& m) {
   require_judge(*this, "record_budget_move");
   Stmt s(db_, "INSERT INTO budget_log (agent, share_before, share_after, reason) VALUES (?1, ?2, ?3, ?4)",
