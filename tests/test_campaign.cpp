@@ -25,6 +25,7 @@
 #include "store/store.h"
 #include "util/files.h"
 #include "util/process.h"
+#include "test_support.h"
 
 namespace fs = std::filesystem;
 
@@ -32,10 +33,7 @@ namespace {
 
 const fs::path kRoot = KA_SOURCE_DIR;
 
-fs::path dev_problem() {
-  fs::path p = kRoot / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" / "022_rmsnorm_h512";
-  return fs::exists(p) ? p : kRoot / "examples" / "problems" / "rmsnorm_h128";
-}
+fs::path dev_problem() { return ka::dev_rmsnorm_problem(); }
 
 std::vector<std::string> optimize_cmd(const fs::path& out, int budget) {
   return {KA_BINARY, "optimize", dev_problem().string(), "--target", "host", "--budget", std::to_string(budget),

@@ -18,6 +18,7 @@
 #include "util/files.h"
 #include "util/hash.h"
 #include "util/process.h"
+#include "test_support.h"
 
 namespace {
 
@@ -50,14 +51,7 @@ ka::OracleEntry entry(ka::Oracle& oracle, const ka::Problem& p, size_t w, uint64
   return es.at(0);
 }
 
-std::string user_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ka::UserError& e) {
-    return e.what();
-  }
-  return "(no UserError)";
-}
+using ka::user_error_of;
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 
 #include "util/error.h"
 #include "util/files.h"
+#include "util/json.h"
 #include "util/hash.h"
 #include "util/resources.h"
 
@@ -26,20 +27,6 @@ bool is_identifier(const std::string& s) {
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
   return true;
-}
-
-// Line:column of a byte offset, for JSON syntax errors.
-std::string line_col(std::string_view text, size_t byte) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("line {}, column {}", line, col);
 }
 
 std::string string_field(const ojson& j, const char* key, const std::string& where, bool required,
@@ -122,22 +109,139 @@ std::string knobs_str(const Knobs& k) {
   return s;
 }
 
+namespace {
+
+// knobs, in file order
+void parse_knobs(const ojson& j, const std::string& where, Family& f) {
+  if (!j.contains("knobs")) user_error("{}: missing field 'knobs'", where);
+  const ojson& kn = j["knobs"];
+  if (!kn.is_object() || kn.empty()) user_error("{}: field 'knobs' must be a non-empty object of name: [values]", where);
+  for (const auto& [name, dom] : kn.items()) {
+    if (!is_identifier(name)) user_error("{}: field 'knobs.{}': a knob name must be an identifier", where, name);
+    if (!dom.is_array()) user_error("{}: field 'knobs.{}' must be a list of integers", where, name);
+    if (dom.empty()) user_error("{}: field 'knobs.{}': empty domain (list at least one value)", where, name);
+    std::vector<int64_t> vals;
+    for (size_t i = 0; i < dom.size(); ++i) {
+      if (!dom[i].is_number_integer()) user_error("{}: field 'knobs.{}[{}]' must be an integer, got {}", where, name, i, dom[i].dump());
+      int64_t v = dom[i].get<int64_t>();
+      if (std::find(vals.begin(), vals.end(), v) != vals.end())
+        user_error("{}: field 'knobs.{}[{}]': duplicate value {}", where, name, i, v);
+      vals.push_back(v);
+    }
+    f.knobs.emplace_back(name, std::move(vals));
+  }
+}
+
+// defines: NAME: "axis:AXIS" | "has_input:NAME" | "reference:REGEX|DEFAULT"
+void parse_defines(const ojson& j, const std::string& where, Family& f) {
+  if (j.contains("defines")) {
+    const ojson& d = j["defines"];
+    if (!d.is_object()) user_error("{}: field 'defines' must be an object of NAME: spec", where);
+    for (const auto& [name, spec] : d.items()) {
+      const std::string fp = "defines." + name;
+      if (!is_identifier(name)) user_error("{}: field '{}': a define name must be an identifier", where, fp);
+      if (f.domain(name)) user_error("{}: field '{}': '{}' is also a knob", where, fp, name);
+      if (!spec.is_string()) user_error("{}: field '{}' must be a string spec", where, fp);
+      const std::string s = spec.get<std::string>();
+      auto colon = s.find(':');
+      const std::string kind = colon == std::string::npos ? s : s.substr(0, colon);
+      const std::string body = colon == std::string::npos ? "" : s.substr(colon + 1);
+      if (kind == "axis") {
+        if (body.empty()) user_error("{}: field '{}': 'axis:' needs an axis name", where, fp);
+      } else if (kind == "has_input") {
+        if (body.empty()) user_error("{}: field '{}': 'has_input:' needs an input name", where, fp);
+      } else if (kind == "reference") {
+        auto [re, dflt] = split_reference_spec(body);
+        if (re.empty()) user_error("{}: field '{}': 'reference:' needs a regular expression", where, fp);
+        try {
+          std::regex r(re);
+          if (r.mark_count() < 1) user_error("{}: field '{}': the regular expression needs a capture group", where, fp);
+        } catch (const std::regex_error& e) {
+          user_error("{}: field '{}': bad regular expression '{}': {}", where, fp, re, e.what());
+        }
+        if (dflt && !safe_define_value(*dflt))
+          user_error("{}: field '{}': the default after '|' must be a non-empty one-line value", where, fp);
+      } else {
+        user_error("{}: field '{}': unknown spec '{}' (use axis:NAME, has_input:NAME or reference:REGEX|DEFAULT)", where,
+                   fp, s);
+      }
+      f.defines[name] = s;
+    }
+  }
+}
+
+// constraints: over knobs and the required (const) axes
+void parse_constraints(const ojson& j, const std::string& where, Family& f) {
+  std::vector<std::string> cons = string_list(j, "constraints", where, "");
+  for (size_t i = 0; i < cons.size(); ++i) {
+    Expr e;
+    try {
+      e = Expr::parse(cons[i]);
+    } catch (const ExprError& err) {
+      user_error("{}: field 'constraints[{}]': bad expression '{}' at character {}: {}", where, i, cons[i], err.pos + 1,
+                 err.what());
+    }
+    for (const auto& n : e.names())
+      if (!f.domain(n) && std::find(f.requires_axes.begin(), f.requires_axes.end(), n) == f.requires_axes.end())
+        user_error("{}: field 'constraints[{}]': '{}' is neither a knob nor an axis listed in applies_to.requires_axes "
+                   "(in '{}')",
+                   where, i, n, cons[i]);
+    f.constraints.push_back(std::move(e));
+  }
+}
+
+// compile_options
+void parse_compile_options(const ojson& j, const std::string& where, Family& f) {
+  f.compile_options = nlohmann::json::object();
+  if (j.contains("compile_options")) {
+    const ojson& co = j["compile_options"];
+    if (!co.is_object()) user_error("{}: field 'compile_options' must be an object", where);
+    for (const auto& [k, v] : co.items()) {
+      if (k != "cflags" && k != "cuda_cflags" && k != "ld_flags") user_error("{}: unknown field 'compile_options.{}'", where, k);
+      f.compile_options[k] = string_list(co, k.c_str(), where, "compile_options.");
+    }
+  }
+}
+
+// seeds: [{"knobs": {NAME: value, ...every knob...}, "why": "evidence"}]
+void parse_seeds(const ojson& j, const std::string& where, Family& f) {
+  if (j.contains("seeds")) {
+    const ojson& sd = j["seeds"];
+    if (!sd.is_array()) user_error("{}: field 'seeds' must be a list of {{\"knobs\": {{...}}, \"why\": \"...\"}}", where);
+    for (size_t i = 0; i < sd.size(); ++i) {
+      const ojson& e = sd[i];
+      const std::string at = fmt::format("seeds[{}]", i);
+      if (!e.is_object()) user_error("{}: field '{}' must be an object", where, at);
+      for (const auto& [k, v] : e.items())
+        if (k != "knobs" && k != "why") user_error("{}: unknown field '{}.{}'", where, at, k);
+      if (!e.contains("why") || !e["why"].is_string() || e["why"].get<std::string>().empty())
+        user_error("{}: field '{}.why' must say where the point was measured good (a non-empty string)", where, at);
+      if (!e.contains("knobs") || !e["knobs"].is_object()) user_error("{}: field '{}.knobs' must be an object", where, at);
+      Family::Seed s;
+      s.why = e["why"].get<std::string>();
+      for (const auto& [name, v] : e["knobs"].items()) {
+        const auto* dom = f.domain(name);
+        if (!dom) user_error("{}: field '{}.knobs.{}': the family has no knob '{}'", where, at, name, name);
+        if (!v.is_number_integer() || std::find(dom->begin(), dom->end(), v.get<int64_t>()) == dom->end())
+          user_error("{}: field '{}.knobs.{}': {} is not in the knob's domain", where, at, name, v.dump());
+        s.knobs[name] = v.get<int64_t>();
+      }
+      for (const auto& [name, dom] : f.knobs)
+        if (!s.knobs.count(name)) user_error("{}: field '{}.knobs' lacks knob '{}' (a seed names every knob)", where, at, name);
+      f.seeds.push_back(std::move(s));
+    }
+  }
+}
+
+}  // namespace
+
 Family load_family(const std::filesystem::path& dir) {
   Family f;
   f.dir = dir;
   const fs::path file = dir / "family.json";
   const std::string where = file.string();
   if (!fs::is_regular_file(file)) user_error("{}: no such file (a family folder needs a family.json)", where);
-  const std::string text = read_text(file);
-  ojson j;
-  try {
-    j = ojson::parse(text);
-  } catch (const ojson::parse_error& e) {
-    std::string msg = e.what();
-    auto p = msg.find("parse error");
-    if (p != std::string::npos) msg = msg.substr(p);
-    user_error("{}: malformed JSON at {}: {}", where, line_col(text, e.byte > 0 ? e.byte - 1 : 0), one_line(msg));
-  }
+  const ojson j = parse_user_json(read_text(file), where);
   if (!j.is_object()) user_error("{}: the file must hold a JSON object, got {}", where, j.type_name());
   static const std::set<std::string> kFields{"name", "target", "source", "entry", "description", "applies_to",
                                              "knobs", "constraints", "defines", "compile_options", "seeds"};
@@ -174,117 +278,11 @@ Family load_family(const std::filesystem::path& dir) {
     if (!parse_dtype(f.dtypes[i])) user_error("{}: field 'applies_to.dtypes[{}]': unknown dtype '{}'", where, i, f.dtypes[i]);
   f.requires_axes = string_list(at, "requires_axes", where, "applies_to.");
 
-  // knobs, in file order
-  if (!j.contains("knobs")) user_error("{}: missing field 'knobs'", where);
-  const ojson& kn = j["knobs"];
-  if (!kn.is_object() || kn.empty()) user_error("{}: field 'knobs' must be a non-empty object of name: [values]", where);
-  for (const auto& [name, dom] : kn.items()) {
-    if (!is_identifier(name)) user_error("{}: field 'knobs.{}': a knob name must be an identifier", where, name);
-    if (!dom.is_array()) user_error("{}: field 'knobs.{}' must be a list of integers", where, name);
-    if (dom.empty()) user_error("{}: field 'knobs.{}': empty domain (list at least one value)", where, name);
-    std::vector<int64_t> vals;
-    for (size_t i = 0; i < dom.size(); ++i) {
-      if (!dom[i].is_number_integer()) user_error("{}: field 'knobs.{}[{}]' must be an integer, got {}", where, name, i, dom[i].dump());
-      int64_t v = dom[i].get<int64_t>();
-      if (std::find(vals.begin(), vals.end(), v) != vals.end())
-        user_error("{}: field 'knobs.{}[{}]': duplicate value {}", where, name, i, v);
-      vals.push_back(v);
-    }
-    f.knobs.emplace_back(name, std::move(vals));
-  }
-
-  // defines
-  if (j.contains("defines")) {
-    const ojson& d = j["defines"];
-    if (!d.is_object()) user_error("{}: field 'defines' must be an object of NAME: spec", where);
-    for (const auto& [name, spec] : d.items()) {
-      const std::string fp = "defines." + name;
-      if (!is_identifier(name)) user_error("{}: field '{}': a define name must be an identifier", where, fp);
-      if (f.domain(name)) user_error("{}: field '{}': '{}' is also a knob", where, fp, name);
-      if (!spec.is_string()) user_error("{}: field '{}' must be a string spec", where, fp);
-      const std::string s = spec.get<std::string>();
-      auto colon = s.find(':');
-      const std::string kind = colon == std::string::npos ? s : s.substr(0, colon);
-      const std::string body = colon == std::string::npos ? "" : s.substr(colon + 1);
-      if (kind == "axis") {
-        if (body.empty()) user_error("{}: field '{}': 'axis:' needs an axis name", where, fp);
-      } else if (kind == "has_input") {
-        if (body.empty()) user_error("{}: field '{}': 'has_input:' needs an input name", where, fp);
-      } else if (kind == "reference") {
-        auto [re, dflt] = split_reference_spec(body);
-        if (re.empty()) user_error("{}: field '{}': 'reference:' needs a regular expression", where, fp);
-        try {
-          std::regex r(re);
-          if (r.mark_count() < 1) user_error("{}: field '{}': the regular expression needs a capture group", where, fp);
-        } catch (const std::regex_error& e) {
-          user_error("{}: field '{}': bad regular expression '{}': {}", where, fp, re, e.what());
-        }
-        if (dflt && !safe_define_value(*dflt))
-          user_error("{}: field '{}': the default after '|' must be a non-empty one-line value", where, fp);
-      } else {
-        user_error("{}: field '{}': unknown spec '{}' (use axis:NAME, has_input:NAME or reference:REGEX|DEFAULT)", where,
-                   fp, s);
-      }
-      f.defines[name] = s;
-    }
-  }
-
-  // constraints: over knobs and the required (const) axes
-  std::vector<std::string> cons = string_list(j, "constraints", where, "");
-  for (size_t i = 0; i < cons.size(); ++i) {
-    Expr e;
-    try {
-      e = Expr::parse(cons[i]);
-    } catch (const ExprError& err) {
-      user_error("{}: field 'constraints[{}]': bad expression '{}' at character {}: {}", where, i, cons[i], err.pos + 1,
-                 err.what());
-    }
-    for (const auto& n : e.names())
-      if (!f.domain(n) && std::find(f.requires_axes.begin(), f.requires_axes.end(), n) == f.requires_axes.end())
-        user_error("{}: field 'constraints[{}]': '{}' is neither a knob nor an axis listed in applies_to.requires_axes "
-                   "(in '{}')",
-                   where, i, n, cons[i]);
-    f.constraints.push_back(std::move(e));
-  }
-
-  // compile_options
-  f.compile_options = nlohmann::json::object();
-  if (j.contains("compile_options")) {
-    const ojson& co = j["compile_options"];
-    if (!co.is_object()) user_error("{}: field 'compile_options' must be an object", where);
-    for (const auto& [k, v] : co.items()) {
-      if (k != "cflags" && k != "cuda_cflags" && k != "ld_flags") user_error("{}: unknown field 'compile_options.{}'", where, k);
-      f.compile_options[k] = string_list(co, k.c_str(), where, "compile_options.");
-    }
-  }
-
-  // seeds: [{"knobs": {NAME: value, ...every knob...}, "why": "evidence"}]
-  if (j.contains("seeds")) {
-    const ojson& sd = j["seeds"];
-    if (!sd.is_array()) user_error("{}: field 'seeds' must be a list of {{\"knobs\": {{...}}, \"why\": \"...\"}}", where);
-    for (size_t i = 0; i < sd.size(); ++i) {
-      const ojson& e = sd[i];
-      const std::string at = fmt::format("seeds[{}]", i);
-      if (!e.is_object()) user_error("{}: field '{}' must be an object", where, at);
-      for (const auto& [k, v] : e.items())
-        if (k != "knobs" && k != "why") user_error("{}: unknown field '{}.{}'", where, at, k);
-      if (!e.contains("why") || !e["why"].is_string() || e["why"].get<std::string>().empty())
-        user_error("{}: field '{}.why' must say where the point was measured good (a non-empty string)", where, at);
-      if (!e.contains("knobs") || !e["knobs"].is_object()) user_error("{}: field '{}.knobs' must be an object", where, at);
-      Family::Seed s;
-      s.why = e["why"].get<std::string>();
-      for (const auto& [name, v] : e["knobs"].items()) {
-        const auto* dom = f.domain(name);
-        if (!dom) user_error("{}: field '{}.knobs.{}': the family has no knob '{}'", where, at, name, name);
-        if (!v.is_number_integer() || std::find(dom->begin(), dom->end(), v.get<int64_t>()) == dom->end())
-          user_error("{}: field '{}.knobs.{}': {} is not in the knob's domain", where, at, name, v.dump());
-        s.knobs[name] = v.get<int64_t>();
-      }
-      for (const auto& [name, dom] : f.knobs)
-        if (!s.knobs.count(name)) user_error("{}: field '{}.knobs' lacks knob '{}' (a seed names every knob)", where, at, name);
-      f.seeds.push_back(std::move(s));
-    }
-  }
+  parse_knobs(j, where, f);
+  parse_defines(j, where, f);
+  parse_constraints(j, where, f);
+  parse_compile_options(j, where, f);
+  parse_seeds(j, where, f);
   return f;
 }
 
