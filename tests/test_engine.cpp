@@ -203,7 +203,11 @@ TEST(Recorder, RecordsThroughTheStoreAndCountsTheCost) {
   ASSERT_EQ(ms.size(), 2u);
   EXPECT_GT(ms[0].id, 0);
   EXPECT_EQ(store->measurements_of("h").size(), 2u);
-  rec.record("h", judged_job(), std::nullopt);  // a per-GPU check: runner time, no build time
+  Job check = judged_job();  // a per-GPU check on the other runner: runner time, no build time
+  check.runner = 0;
+  auto checked = rec.record("h", check, std::nullopt);
+  EXPECT_EQ(checked[0].gpu, "GPU-a");
+  EXPECT_EQ(checked[0].extra.at("check"), "incumbent");
   EXPECT_EQ(store->measurements_of("h").size(), 4u);
   EXPECT_DOUBLE_EQ(rec.gpu_s(), 5.0);
   EXPECT_DOUBLE_EQ(rec.build_s(), 1.5);
