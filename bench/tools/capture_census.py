@@ -128,7 +128,7 @@ def write_union(results, names, a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--root", default=os.path.join(HERE, "..", "..", "shared", "problems", "sol-execbench"))
+    p.add_argument("--root", default=os.path.join(HERE, "..", "..", "..", "shared", "problems", "sol-execbench"))
     p.add_argument("--cats", default="L1,L2,Quant")
     p.add_argument("--out", default="capture-census")
     p.add_argument("--only", help="capture only problems whose name contains this")
