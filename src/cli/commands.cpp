@@ -19,6 +19,7 @@ void register_commands(CLI::App& app) {
   register_sol(app);
   register_worker(app);
   register_lt_enum(app);
+  register_coverage(app);
 }
 
 }  // namespace ka::cli

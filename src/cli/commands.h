@@ -18,5 +18,6 @@ void register_report(CLI::App& app);
 void register_calibrate(CLI::App& app);
 void register_sol(CLI::App& app);
 void register_lt_enum(CLI::App& app);
+void register_coverage(CLI::App& app);
 
 }  // namespace ka::cli

@@ -11,6 +11,7 @@
 #include <regex>
 #include <set>
 
+#include "graph/generate.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/json.h"
@@ -244,7 +245,8 @@ Family load_family(const std::filesystem::path& dir) {
   const ojson j = parse_user_json(read_text(file), where);
   if (!j.is_object()) user_error("{}: the file must hold a JSON object, got {}", where, j.type_name());
   static const std::set<std::string> kFields{"name", "target", "source", "entry", "description", "applies_to",
-                                             "knobs", "constraints", "defines", "compile_options", "seeds"};
+                                             "knobs", "constraints", "defines", "compile_options", "seeds",
+                                             "generator"};
   for (const auto& [k, v] : j.items())
     if (!kFields.count(k)) user_error("{}: unknown field '{}'", where, k);
 
@@ -260,6 +262,9 @@ Family load_family(const std::filesystem::path& dir) {
     user_error("{}: field 'source': no file '{}' in {}", where, f.source_name, dir.string());
   f.source = read_text(dir / f.source_name);
   f.entry = string_field(j, "entry", where, false, "run");
+  f.generator = string_field(j, "generator", where, false);
+  if (!f.generator.empty() && f.generator != "graph")
+    user_error("{}: field 'generator' must be \"graph\", got \"{}\"", where, f.generator);
   if (!is_identifier(f.entry)) user_error("{}: field 'entry' must be an identifier, got '{}'", where, f.entry);
   if (j.contains("description") && !j["description"].is_string())
     user_error("{}: field 'description' must be a string", where);
@@ -313,6 +318,7 @@ const std::vector<int64_t>* Family::domain(const std::string& knob) const {
 }
 
 bool Family::applies_to(const Problem& p) const {
+  if (!generator.empty()) return graph::check_lowering(p, source).ok();
   if (std::find(op_types.begin(), op_types.end(), p.def.op_type) == op_types.end()) return false;
   if (!dtypes.empty())
     for (const auto& t : p.def.inputs)
@@ -428,6 +434,10 @@ Candidate Family::instantiate(const Knobs& k, const Problem& p, const std::map<s
     c.name += "_d" + sha256_hex(all).substr(0, 8);
   }
   text += "\n" + source;
+  if (!generator.empty()) {
+    Knobs all = k;
+    text += graph::generate_source(p, source, all);
+  }
   c.sources.push_back({source_name, std::move(text)});
   c.entry_file = source_name;
   c.entry_symbol = entry;
