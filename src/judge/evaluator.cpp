@@ -287,8 +287,7 @@ WorkerReply JudgeSession::hold(const std::vector<size_t>& ids) {
   WorkerReply ok;
   ok.ok = true;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    worker.hello();
-    if (worker.restarts() != held_by_) {  // a fresh worker keeps nothing yet
+    if (worker.restarts() != held_by_) {  // a fresh worker keeps nothing yet (a dead one: see run_calls)
       held_.clear();
       held_by_ = worker.restarts();
     }
