@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Packs a build made here for a run on another machine (the H200 lent through the device tool):
+# Packs a build made here for a run on a GPU machine that does not build KernelArc itself:
 # .dev/bin/kernelarc (stripped; it finds the repo's oracle and headers two folders up) and
 # .dev/lib with the non-system shared libraries it links (fmt, spdlog, CUDA runtime, CUPTI), plus
-# .data/problems, a copy of ../shared/problems. Both folders are git-ignored; name them in `carry`
-# and run there with LD_LIBRARY_PATH=.dev/lib.
+# .data/problems, a copy of ../shared/problems. Both folders are git-ignored: copy them with the checkout
+# and run there with LD_LIBRARY_PATH=.dev/lib (bench/lib.sh sets it; bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/src/kernelarc ] || scripts/build.sh

@@ -25,6 +25,7 @@
 #include "store/store.h"
 #include "util/files.h"
 #include "util/process.h"
+#include "test_support.h"
 
 namespace fs = std::filesystem;
 
@@ -32,10 +33,7 @@ namespace {
 
 const fs::path kRoot = KA_SOURCE_DIR;
 
-fs::path dev_problem() {
-  fs::path p = kRoot / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" / "022_rmsnorm_h512";
-  return fs::exists(p) ? p : kRoot / "examples" / "problems" / "rmsnorm_h128";
-}
+fs::path dev_problem() { return ka::dev_rmsnorm_problem(); }
 
 std::vector<std::string> optimize_cmd(const fs::path& out, int budget) {
   return {KA_BINARY, "optimize", dev_problem().string(), "--target", "host", "--budget", std::to_string(budget),
@@ -303,4 +301,46 @@ TEST(Campaign, EverySeedIsJudgedWhenTheBudgetGivesTheExplorerOneTurn) {
   ASSERT_EQ(by_agent.size(), 2u) << r.output;
   EXPECT_EQ(by_agent["explorer"], s1);
   EXPECT_EQ(by_agent["exploiter"], s2);
+}
+
+// Exit status: a problem that got no passing candidate makes the campaign exit 1, with one line
+// saying why per problem: here one whose op type no family serves (not searched) and one whose
+// every candidate gives a wrong answer (a family that leaves the output untouched).
+TEST(Campaign, ExitsOneWithAReasonPerProblemWithoutAPassingCandidate) {
+  const fs::path root = fs::path(KA_BUILD_DIR) / "test-campaign-unsolved", fams = root / "families", out = root / "out";
+  fs::remove_all(root);
+  const fs::path example = kRoot / "examples" / "problems" / "rmsnorm_h128", other = root / "no_family";
+  fs::create_directories(other);
+  fs::copy(example, other, fs::copy_options::recursive);
+  auto def = nlohmann::json::parse(ka::read_text(other / "definition.json"));
+  def["name"] = "no_family_example";
+  def["op_type"] = "no_such_op";
+  ka::write_atomic(other / "definition.json", def.dump(1));
+  fs::create_directories(fams / "wrong_host");
+  ka::write_atomic(fams / "wrong_host" / "family.json", R"json({
+  "name": "wrong_host", "target": "host", "source": "wrong.cpp", "entry": "run",
+  "description": "test family: leaves the output alone (a wrong answer)",
+  "applies_to": {"op_types": ["rmsnorm"], "dtypes": ["bfloat16"], "requires_axes": ["hidden_size"]},
+  "knobs": {"A": [0, 1, 2]}, "compile_options": {"cflags": ["-O0"], "ld_flags": []}
+})json");
+  ka::write_atomic(fams / "wrong_host" / "wrong.cpp",
+                   "#include <kernelarc/abi.h>\nvoid run(const ka::TensorArg&, const ka::TensorArg&, const ka::TensorArg&) {}\n");
+  std::vector<std::string> cmd{KA_BINARY, "optimize", other.string(), example.string(), "--target", "host", "--budget", "2",
+                               "--out", out.string(), "--families", fams.string(), "--no-sol", "--no-compose",
+                               "--iterations", "3", "--warmup", "1", "--no-progress", "--jobs", "2"};
+  auto r = ka::run_command(cmd, std::chrono::minutes(10), env(fs::path(KA_BUILD_DIR) / "test-cache"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("kernelarc: no_family_example: no passing candidate: not searched: no host kernel family applies "
+                          "(op type no_such_op)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("kernelarc: 021_rmsnorm_h128: no passing candidate: all 2 candidates failed"), std::string::npos)
+      << r.output;
+  // The report says the same per problem.
+  auto report = nlohmann::json::parse(ka::read_text(out / "report.json"));
+  ASSERT_EQ(report["problems"].size(), 2u) << report.dump(1).substr(0, 2000);
+  for (const auto& p : report["problems"]) {
+    EXPECT_TRUE(p["best"].is_null());
+    EXPECT_FALSE(p["unsolved_reason"].get<std::string>().empty()) << p["name"];
+  }
 }

@@ -16,6 +16,7 @@
 #include "judge/compare.h"
 #include "problem/problem.h"
 #include "util/error.h"
+#include "test_support.h"
 
 namespace ka {
 namespace {
@@ -68,8 +69,6 @@ Tolerance tol(double atol, double rtol, double ratio = 1.0) {
 }
 
 bool passes(float out, float ref, const Tolerance& t) { return compare_output(f32({out}), f32({ref}), t).ok; }
-
-bool has(const std::string& s, const std::string& frag) { return s.find(frag) != std::string::npos; }
 
 TEST(Compare, IdenticalTensorsPass) {
   auto r = compare_output(f32({1, -2, 3.5f}), f32({1, -2, 3.5f}), Tolerance{});

@@ -2,7 +2,7 @@
 // tests/device/primitives_check.cu (reductions, online softmax and split-KV merge, the ragged index
 // search, cp.async and mbarrier bulk copies, ldmatrix + mma.sync, fp8 / fp4 / bf16 / fp16
 // conversions), built with g++ against the CPU emulator and run; and the same file compiled with
-// nvcc for sm_90a (skipped without nvcc). bench/device_selftest.sh runs it on a GPU.
+// nvcc for sm_90a (skipped without nvcc). bench/tools/device_selftest.sh runs it on a GPU.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -4,7 +4,7 @@
 // data lands), and the barrier's later completion does not perform it a second time over newer
 // data. A kernel that waits for its page ids by group while tracking its K/V copies on an mbarrier
 // (a producer warp's id ring) depends on both. Clusters: multicast and remote arrivals. And the attention families' seed points, emulated
-// against their definitions' references (bench/attention_selftest.py --mode emu).
+// against their definitions' references (bench/tools/attention_selftest.py --mode emu).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -125,7 +125,7 @@ TEST(Emulator, ClusterMulticastAndRemoteArrivals) {
 }
 
 // The attention families' seed points (what a campaign times first) against each definition's own
-// reference, in the CPU emulator: bench/attention_selftest.py --mode emu --points seeds runs the
+// reference, in the CPU emulator: bench/tools/attention_selftest.py --mode emu --points seeds runs the
 // synthetic corner cases (empty sequences, tile edges, rows that see no key, row maxima that jump
 // from tile to tile, ...) on every attention problem of the four families (their definitions: the
 // dev problem folders, else the repo's copies in tests/data/attention). Needs Python with torch
@@ -133,7 +133,7 @@ TEST(Emulator, ClusterMulticastAndRemoteArrivals) {
 TEST(Emulator, AttentionSeedPointsMatchTheReferences) {
   const char* py = std::getenv("KERNELARC_PYTHON");
   fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-emu-attn-").string());
-  RunResult r = run_command({py && *py ? py : "python3", (kRoot / "bench" / "attention_selftest.py").string(), "--mode",
+  RunResult r = run_command({py && *py ? py : "python3", (kRoot / "bench" / "tools" / "attention_selftest.py").string(), "--mode",
                              "emu", "--family", "all", "--points", "seeds", "--jobs", "2", "--workdir", dir.string()},
                             std::chrono::minutes(20));
   const std::string tail = r.output.size() > 4000 ? r.output.substr(r.output.size() - 4000) : r.output;

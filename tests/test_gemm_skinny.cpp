@@ -98,7 +98,7 @@ TEST(GemmSkinny, EmulatedPointsComputeTheProduct) {
                                   {{"MMA", 1}, {"WARPS", 8}, {"KW", 2}, {"UNROLL", 2}, {"MAXM", 128}, {"RW", 1}}};
   fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-skinny-").string());
   for (Knobs k : points) {
-    k["KC"] = 1;  // the emulator has no clusters: KC > 1 is checked on the GPU (bench/h200_gemm_family.sh)
+    k["KC"] = 1;  // the emulator has no clusters: KC > 1 is checked on the GPU (bench/regress/gemm_family.sh)
     Candidate c = skinny().instantiate(k, p);
     write_atomic(dir / "point.cpp", c.sources[0].content + kDriver);
     RunResult b = run_command({"g++", "-std=c++17", "-O1", "-I" + (kRoot / "include").string(),

@@ -18,34 +18,18 @@
 #include "problem/safetensors.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "test_support.h"
 
 namespace ka {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool has(const std::string& s, const std::string& frag) { return s.find(frag) != std::string::npos; }
-
 // `s` with the first `from` replaced by `to` (which must be there).
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
   size_t at = s.find(from);
   if (at == std::string::npos) throw std::logic_error("test bug: no '" + from + "' in '" + s + "'");
   return s.replace(at, from.size(), to);
-}
-
-// The UserError message of `f()`; fails the test when nothing (or something else) is thrown.
-template <typename F>
-std::string user_error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected a UserError, got: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected a UserError, nothing was thrown";
-  return {};
 }
 
 class TempDir {

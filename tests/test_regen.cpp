@@ -18,6 +18,7 @@
 #include "util/files.h"
 #include "util/hash.h"
 #include "util/process.h"
+#include "test_support.h"
 
 namespace {
 
@@ -50,14 +51,7 @@ ka::OracleEntry entry(ka::Oracle& oracle, const ka::Problem& p, size_t w, uint64
   return es.at(0);
 }
 
-std::string user_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ka::UserError& e) {
-    return e.what();
-  }
-  return "(no UserError)";
-}
+using ka::user_error_of;
 
 }  // namespace
 
@@ -256,8 +250,9 @@ TEST(Regen, JudgeGivesTheSameVerdicts) {
       else
         EXPECT_EQ(b.value("host_set_bytes", size_t{1}), 0u) << b.dump();
       // Kept sets with regenerated inputs are loaded ahead while the worker runs the earlier ones
-      // (all but the first of the six); sets sent with every call, and stored ones, are not.
-      EXPECT_EQ(b.value("sets_loaded_ahead", size_t{99}), send ? 0u : 5u) << b.dump();
+      // (all but the first of the eighteen: 3 workloads × check, 4 timing sets, fresh); sets sent
+      // with every call, and stored ones, are not.
+      EXPECT_EQ(b.value("sets_loaded_ahead", size_t{99}), send ? 0u : 17u) << b.dump();
       EXPECT_EQ(a.value("sets_loaded_ahead", size_t{99}), 0u) << a.dump();
     }
   }
@@ -268,5 +263,5 @@ TEST(Regen, JudgeGivesTheSameVerdicts) {
     json m = json::parse(ka::read_text(d.path() / "meta.json"));
     regenerated += m["inputs"]["hidden_states"].value("regenerate", false);
   }
-  EXPECT_EQ(regenerated, 6);
+  EXPECT_EQ(regenerated, 18);
 }

@@ -16,17 +16,13 @@
 
 #include "store/store.h"
 #include "util/process.h"
+#include "test_support.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kRoot = KA_SOURCE_DIR;
-
-fs::path dev_problem() {
-  fs::path p = kRoot / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" / "022_rmsnorm_h512";
-  return fs::exists(p) ? p : kRoot / "examples" / "problems" / "rmsnorm_h128";
-}
+fs::path dev_problem() { return ka::dev_rmsnorm_problem(); }
 
 size_t workload_count() {
   std::ifstream f(dev_problem() / "workload.jsonl");

@@ -15,6 +15,7 @@
 
 #include "store/store.h"
 #include "util/files.h"
+#include "test_support.h"
 
 namespace ka {
 
@@ -38,8 +39,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-bool has(const std::string& s, const std::string& frag) { return s.find(frag) != std::string::npos; }
 
 // The StoreError message of `f()`; fails the test when nothing (or something else) is thrown.
 template <typename F>
@@ -216,6 +215,33 @@ TEST_F(StoreTest, TwoConnectionsSeeEachOthersCommittedWrites) {
   EXPECT_EQ(moves[0].reason, "no improvement in 10 candidates");
   EXPECT_DOUBLE_EQ(moves[0].share_after, 0.25);
   EXPECT_EQ(agent->budget_moves().size(), 1u);
+}
+
+// A judged candidate goes in as one transaction: its record and measurements together, or
+// nothing when one of them is refused (here a measurement of an unknown candidate).
+TEST_F(StoreTest, AJudgedCandidateIsRecordedWholeOrNotAtAll) {
+  std::vector<Measurement> ms = {meas("h_new", "rms_a", "passed", 5, "w1"), meas("h_new", "rms_a", "passed", 6, "w2")};
+  judge_->record_judged(cand("h_new", "rms_a", "rms", {{"VEC", 2}}, "explorer", 9), ms);
+  ASSERT_TRUE(judge_->candidate("h_new"));
+  EXPECT_EQ(judge_->measurements_of("h_new").size(), 2u);
+  EXPECT_GT(ms[0].id, 0);
+  EXPECT_EQ(ms[1].id, ms[0].id + 1);
+
+  const size_t before = judge_->measurements().size();
+  std::vector<Measurement> bad = {meas("h_new2", "rms_a", "passed", 5), meas("no_such_candidate", "rms_a", "passed", 5)};
+  store_error_of([&] { judge_->record_judged(cand("h_new2", "rms_a", "rms", {{"VEC", 1}}), bad); });
+  EXPECT_FALSE(judge_->candidate("h_new2"));
+  EXPECT_EQ(judge_->measurements().size(), before);
+
+  // A re-measurement of a recorded candidate (a per-GPU check) records no candidate.
+  std::vector<Measurement> check = {meas("h_new", "rms_a", "passed", 5.5, "w1")};
+  check[0].gpu = "GPU-1";
+  judge_->record_judged(std::nullopt, check);
+  EXPECT_EQ(judge_->measurements_of("h_new").size(), 3u);
+
+  auto agent = Store::open_agent(db_, "explorer");
+  std::vector<Measurement> none;
+  store_error_of([&] { agent->record_judged(std::nullopt, none); });
 }
 
 TEST_F(StoreTest, CandidatesAreIdempotentOnHashAndCanonical) {

@@ -20,18 +20,18 @@
 //              and the cluster adds the partial sums through distributed shared memory (no
 //              workspace, no atomics). More CTAs for the same rows of B: a CTA can own more rows
 //              (and share each row of A among them) while the grid still fills the GPU. On the
-//              H200 KC = 4 gives the fastest small-M point on N = 128/256 (bench/RESULTS.md)
+//              H200 KC = 4 gives the fastest small-M point on N = 128/256 (bench/HISTORY.md)
 //
 // The skinny kernel (MMA = 0): one launch, no workspace, no atomics. Lane l of a warp reads the
 // warp's RW rows of B in 16-byte vectors l, l + 32, … (UNROLL · RW of them in flight), and for each
 // the same 8 elements of every row of A (small, L1/L2-resident), into M fp32 accumulators (M is
 // bucketed to 1, 2, 4, 8, 16 or 32 at compile time, rows beyond M skipped). Warp shuffles sum the
 // lanes, shared memory sums the KW warps of a row, and one thread per (row, m) writes C. On the
-// H200 it beats cuBLAS at M <= 2 and loses from M = 4 on the wide shapes (bench/RESULTS.md): the
+// H200 it beats cuBLAS at M <= 2 and loses from M = 4 on the wide shapes (bench/HISTORY.md): the
 // CUDA cores' multiply-adds, not the memory, bound it there.
 // The MMA kernel (MMA = 1): the same grid, reduction and output, with the products on tensor
 // cores (see mma_kernel). On the H200 it runs at the time of a bare read of B (1.00-1.06x) at
-// M <= 16 on the wide shapes and falls behind cuBLAS from M = 32 (bench/RESULTS.md). Both need
+// M <= 16 on the wide shapes and falls behind cuBLAS from M = 32 (bench/HISTORY.md). Both need
 // K % 8 == 0 and 16-byte aligned A and B (the judge's buffers are); otherwise a plain 64×64
 // shared-memory tiled kernel runs.
 //
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(KA_WARPS * 32) skinny_kernel(const uint16_t* _
 // flight, rows of A at or past M zero-filled, not read. Each row
 // of A is copied once per CTA and read by all WARPS / KW row groups, so its traffic falls with the
 // rows a CTA owns (at M = 32-64 the per-warp rings of the first version re-read A for every 16
-// rows of B and lost to cuBLAS, bench/RESULTS.md). The fragments come from the stage by ldmatrix,
+// rows of B and lost to cuBLAS, bench/HISTORY.md). The fragments come from the stage by ldmatrix,
 // in the PTX ISA's register layout: no register shuffles. (Until 2026-12-04 a K permutation made
 // one 16-byte read per row the fragment words, but the MMA operand needs rows r and r + 8
 // interleaved, which cost ~4 register moves per MMA.) KW warps split K, shared memory (the rings,

@@ -62,7 +62,7 @@ __device__ __forceinline__ void merge_group(const Params& p, int b, int g, int t
   }
 }
 
-// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/attention_selftest.py --trace
+// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/tools/attention_selftest.py --trace
 // adds -DKA_TRACE): thread 0 of each CTA records when it entered, when tile 0's and the last tile's
 // data were ready for the consumers (PRODUCER=1), and when it left, in %globaltimer ns (comparable
 // across SMs) and %clock64 cycles (precise within one SM), with its SM and tile count

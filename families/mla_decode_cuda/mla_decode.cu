@@ -53,7 +53,7 @@
 //                            blocks, 64 accumulator registers) or 8 (two: 18 k-steps each, the
 //                            partial S^T summed through shared memory, 4 O^T blocks each). An
 //                            MMA=1 build for a GPU without wgmma compiles but traps if called.
-//                            Status: passes the emulator (bench/attention_selftest.py --mode emu)
+//                            Status: passes the emulator (bench/tools/attention_selftest.py --mode emu)
 //                            and compiles without spills (CUDA 13: 167 registers at WARPS 8, 255
 //                            at WARPS 4); not yet run on a GPU. Simplest schedule only: every
 //                            warp issues copies, per tile a CTA barrier for the landed stage, one
@@ -191,7 +191,7 @@ __device__ __forceinline__ void merge_rows(const Params& p, int b, int h0, int h
 }
 
 // One CTA per (sequence, head): merges the partials of a split sequence.
-// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/attention_selftest.py --trace
+// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/tools/attention_selftest.py --trace
 // adds -DKA_TRACE; kernelarc/trace.h): thread 0 of each CTA records when it entered, when its first
 // and its last tile had landed, and when it left (after its partials, its outputs and any fused
 // merge), with its SM and tile count. Where a decode call's time goes besides reading the KV rows.

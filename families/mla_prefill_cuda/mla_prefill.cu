@@ -203,7 +203,7 @@ static_assert(MMA == 1 || NT % M == 0 && TPR <= 32 && (TPR & (TPR - 1)) == 0 && 
 static_assert(STAGES >= 2 && STAGES <= 6, "STAGES");
 static_assert(MMA == 1 || SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 
-// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/attention_selftest.py --trace
+// KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/tools/attention_selftest.py --trace
 // adds -DKA_TRACE; kernelarc/trace.h): per CTA, when it entered (0), when Q and its first key tile
 // had landed (1), when warpgroup 0's loop over the key tiles ended (2) and when the O warpgroups had
 // written the output (3), with its SM and its key-tile count (the item stream: all its items'

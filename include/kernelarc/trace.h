@@ -1,5 +1,5 @@
 // kernelarc/trace.h — per-CTA timestamps for diagnostic builds of KernelArc's CUDA families. A
-// family includes it only under -DKA_TRACE (bench/attention_selftest.py --trace adds the define;
+// family includes it only under -DKA_TRACE (bench/tools/attention_selftest.py --trace adds the define;
 // such a build is never a candidate, and exported solutions never include this header).
 //
 // Each CTA of the last launch gets one record of kTraceSlots values:

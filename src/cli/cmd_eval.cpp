@@ -32,36 +32,6 @@ struct EvalArgs {
   double cut_slow = 0, cut_min_reference_us = 100;
 };
 
-std::vector<const Workload*> select_workloads(const Problem& p, const std::string& sel) {
-  std::vector<const Workload*> out;
-  if (sel.empty()) {
-    for (const auto& w : p.workloads) out.push_back(&w);
-    return out;
-  }
-  if (sel.find_first_not_of("0123456789") == std::string::npos) {
-    size_t n = std::stoul(sel);
-    if (n == 0) user_error("--workloads {}: need at least one", sel);
-    for (size_t i = 0; i < std::min(n, p.workloads.size()); ++i) out.push_back(&p.workloads[i]);
-    return out;
-  }
-  size_t start = 0;
-  while (start <= sel.size()) {
-    size_t end = sel.find(',', start);
-    std::string id = sel.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    const Workload* hit = nullptr;
-    for (const auto& w : p.workloads)
-      if (!id.empty() && w.uuid.rfind(id, 0) == 0) {
-        if (hit) user_error("--workloads: '{}' matches more than one workload uuid", id);
-        hit = &w;
-      }
-    if (!hit) user_error("--workloads: no workload uuid starts with '{}'", id);
-    out.push_back(hit);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
 std::string axes_str(const nlohmann::json& axes) {
   std::string s;
   for (auto it = axes.begin(); it != axes.end(); ++it) s += fmt::format("{}{}={}", s.empty() ? "" : " ", it.key(), it.value().dump());

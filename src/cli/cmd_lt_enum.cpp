@@ -146,19 +146,33 @@ T cap_scalar(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t at
   return v;
 }
 
-json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
-  const auto t0 = std::chrono::steady_clock::now();
+// The GEMM a problem describes: its dtype, N, K and distinct workload M values (UserError when it
+// is not one lt-enum can enumerate).
+struct GemmSpec {
+  DType dt = DType::f16;
+  int64_t n = 0, k = 0;
+  std::set<int64_t> ms;
+};
+
+GemmSpec gemm_spec(const Problem& p) {
   if (p.def.op_type != "gemm" || p.def.inputs.size() != 2)
     user_error("lt-enum: {} is not a GEMM problem with inputs A, B (op type {})", p.def.name, p.def.op_type);
   const auto n = const_axis_value(p.def, "N"), k = const_axis_value(p.def, "K");
   if (!n || !k) user_error("lt-enum: {} needs const axes N and K", p.def.name);
-  const DType dt = p.def.inputs[0].dtype;
-  if (dt != DType::f16 && dt != DType::bf16) user_error("lt-enum: {}: dtype {} (float16 or bfloat16 only)", p.def.name, dtype_name(dt));
-  std::set<int64_t> ms;
+  GemmSpec g;
+  g.dt = p.def.inputs[0].dtype;
+  if (g.dt != DType::f16 && g.dt != DType::bf16)
+    user_error("lt-enum: {}: dtype {} (float16 or bfloat16 only)", p.def.name, dtype_name(g.dt));
+  g.n = *n;
+  g.k = *k;
   for (const auto& w : p.workloads)
-    if (w.axes.count("M")) ms.insert(w.axes.at("M"));
-  if (ms.empty()) user_error("lt-enum: {} has no workload with an M", p.def.name);
+    if (w.axes.count("M")) g.ms.insert(w.axes.at("M"));
+  if (g.ms.empty()) user_error("lt-enum: {} has no workload with an M", p.def.name);
+  return g;
+}
 
+// The device of $KERNELARC_GPU (default 0), made current.
+cudaDeviceProp open_device() {
   int dev = 0;
   if (const char* d = std::getenv("KERNELARC_GPU")) dev = std::atoi(d);
   int count = 0;
@@ -166,29 +180,41 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
   if (cudaSetDevice(dev) != cudaSuccess) user_error("lt-enum: cannot use CUDA device {}", dev);
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, dev);
+  return prop;
+}
 
-  Lt lt;
-  lt.t = dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+// The handle, the matmul descriptor and the layouts of every M, as gemm_cublaslt.cu builds them.
+void open_lt(Lt& lt, const GemmSpec& g, int64_t ws_mb) {
+  lt.t = g.dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   lt.ws = static_cast<size_t>(ws_mb) << 20;
   check(cublasLtCreate(&lt.h), "cublasLtCreate");
   check(cublasLtMatmulDescCreate(&lt.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   check(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
   check(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
-  for (int64_t m : ms) {
+  const auto n = static_cast<uint64_t>(g.n), k = static_cast<uint64_t>(g.k);
+  for (int64_t m : g.ms) {
     Shape s;
     s.m = m;
     lt.shapes.push_back(s);  // owned by lt from here on (destroyed with it)
     Shape& b = lt.shapes.back();
-    check(cublasLtMatrixLayoutCreate(&b.la, lt.t, static_cast<uint64_t>(*k), static_cast<uint64_t>(*n), *k), "layout of B");
-    check(cublasLtMatrixLayoutCreate(&b.lb, lt.t, static_cast<uint64_t>(*k), static_cast<uint64_t>(m), *k), "layout of A");
-    check(cublasLtMatrixLayoutCreate(&b.lc, lt.t, static_cast<uint64_t>(*n), static_cast<uint64_t>(m), *n), "layout of C");
+    check(cublasLtMatrixLayoutCreate(&b.la, lt.t, k, n, g.k), "layout of B");
+    check(cublasLtMatrixLayoutCreate(&b.lb, lt.t, k, static_cast<uint64_t>(m), g.k), "layout of A");
+    check(cublasLtMatrixLayoutCreate(&b.lc, lt.t, n, static_cast<uint64_t>(m), g.n), "layout of C");
   }
+}
 
-  std::vector<LtConfig> order;                       // configs in output order
-  std::map<LtConfig, json> entries;                  // config -> its JSON entry
-  int algo_left = max_configs;                       // what the current algo id may still add
-  auto add = [&](const LtConfig& c) -> json* {
+// The configs kept so far, in output order, each valid at one M at least: at most max_configs in
+// all, and at most algo_left more for the algo id being explored.
+struct ConfigSet {
+  const Lt& lt;
+  int max_configs;
+  int algo_left;
+  std::vector<LtConfig> order;
+  std::map<LtConfig, json> entries;
+
+  // The config's entry (added when new, valid and within the limits); nullptr when not kept.
+  json* add(const LtConfig& c) {
     auto it = entries.find(c);
     if (it != entries.end()) return &it->second;
     if (static_cast<int>(order.size()) >= max_configs || algo_left <= 0) return nullptr;
@@ -200,9 +226,11 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
     order.push_back(c);
     --algo_left;
     return &(entries[c] = std::move(e));
-  };
+  }
+};
 
-  // 1. the heuristic's seeds
+// 1. The heuristic's top results per M; returns how many it gave.
+int add_heuristic_seeds(const Lt& lt, int top, ConfigSet& set) {
   cublasLtMatmulPreference_t pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws_bytes = lt.ws;
@@ -217,27 +245,28 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
     for (int r = 0; r < found; ++r) {
       if (res[r].state != CUBLAS_STATUS_SUCCESS) continue;
       ++heuristic_results;
-      if (json* e = add(read_config(res[r].algo))) (*e)["heuristic"].push_back({s.m, r});
+      if (json* e = set.add(read_config(res[r].algo))) (*e)["heuristic"].push_back({s.m, r});
     }
   }
   cublasLtMatmulPreferenceDestroy(pref);
+  return heuristic_results;
+}
 
-  // 2. every algo id and its capabilities; 3. base configs, then one-field variants
+struct Caps {
+  std::vector<uint32_t> tiles, stages;
+  int32_t splitk = 0, custom_max = 0;
+  uint32_t red_mask = 0, swizzle = 0;
+  int checked = 0, valid = 0;
+};
+
+// 2. Every algo id and its capabilities.
+std::map<int, Caps> algo_caps(const Lt& lt) {
   std::vector<int> ids(512);
   int nids = 0;
   check(cublasLtMatmulAlgoGetIds(lt.h, CUBLAS_COMPUTE_32F, CUDA_R_32F, lt.t, lt.t, lt.t, lt.t, static_cast<int>(ids.size()),
                                  ids.data(), &nids),
         "cublasLtMatmulAlgoGetIds");
   ids.resize(static_cast<size_t>(nids));
-  const std::vector<uint16_t> clusters =
-      prop.major >= 9 ? std::vector<uint16_t>{CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1}
-                      : std::vector<uint16_t>{};
-  struct Caps {
-    std::vector<uint32_t> tiles, stages;
-    int32_t splitk = 0, custom_max = 0;
-    uint32_t red_mask = 0, swizzle = 0;
-    int checked = 0, valid = 0;
-  };
   std::map<int, Caps> caps;
   for (int id : ids) {
     cublasLtMatmulAlgo_t a;
@@ -254,68 +283,60 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
     if (c.stages.empty()) c.stages = {CUBLASLT_MATMUL_STAGES_UNDEFINED};
     caps[id] = std::move(c);
   }
-  // The one-field variants of a config: split-K (with each supported reduction scheme; 1 without),
-  // swizzle, custom option, cluster shape, and with `wide` also every stages and tile id.
-  auto variants = [&](const LtConfig& b, const Caps& c, bool wide) {
-    std::vector<LtConfig> vs;
-    if (c.splitk) {
-      for (int32_t s : {2, 4, 8, 16, 32})
-        for (uint32_t r : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE})
-          if (c.red_mask & r) {
-            LtConfig v = b;
-            v.splitk = s;
-            v.reduction = r;
-            vs.push_back(v);
-          }
-      LtConfig v = b;
-      v.splitk = 1;
-      v.reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
-      vs.push_back(v);
-    }
-    for (uint32_t w : {0u, 1u})
-      if (w == 0 || c.swizzle) {
-        LtConfig v = b;
-        v.swizzle = w;
-        vs.push_back(v);
-      }
-    for (int32_t k = 0; k <= std::min<int32_t>(c.custom_max, 3); ++k) {
-      LtConfig v = b;
-      v.custom = static_cast<uint32_t>(k);
-      vs.push_back(v);
-    }
-    std::vector<uint16_t> cl = clusters;
-    cl.insert(cl.begin(), CUBLASLT_CLUSTER_SHAPE_AUTO);
-    for (uint16_t x : cl) {
-      LtConfig v = b;
-      v.cluster = x;
-      vs.push_back(v);
-    }
-    if (wide) {
-      for (uint32_t st : c.stages) {
-        LtConfig v = b;
-        v.stages = st;
-        vs.push_back(v);
-      }
-      for (uint32_t t : c.tiles) {
-        LtConfig v = b;
-        v.tile = t;
-        vs.push_back(v);
-      }
-    }
-    return vs;
+  return caps;
+}
+
+// The one-field variants of a config: split-K (with each supported reduction scheme; 1 without),
+// swizzle, custom option, cluster shape (auto, then `clusters`), and with `wide` also every stages
+// and tile id.
+std::vector<LtConfig> variants(const LtConfig& b, const Caps& c, bool wide, const std::vector<uint16_t>& clusters) {
+  std::vector<LtConfig> vs;
+  auto with = [&](auto field, auto value) {
+    LtConfig v = b;
+    v.*field = value;
+    vs.push_back(v);
   };
-  // 3a. the one-field variants of the heuristic's seeds (the likely winners), all of them
-  const std::vector<LtConfig> seeds = order;
+  if (c.splitk) {
+    for (int32_t s : {2, 4, 8, 16, 32})
+      for (uint32_t r : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE})
+        if (c.red_mask & r) {
+          LtConfig v = b;
+          v.splitk = s;
+          v.reduction = r;
+          vs.push_back(v);
+        }
+    LtConfig v = b;
+    v.splitk = 1;
+    v.reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+    vs.push_back(v);
+  }
+  for (uint32_t w : {0u, 1u})
+    if (w == 0 || c.swizzle) with(&LtConfig::swizzle, w);
+  for (int32_t k = 0; k <= std::min<int32_t>(c.custom_max, 3); ++k) with(&LtConfig::custom, static_cast<uint32_t>(k));
+  with(&LtConfig::cluster, static_cast<uint16_t>(CUBLASLT_CLUSTER_SHAPE_AUTO));
+  for (uint16_t x : clusters) with(&LtConfig::cluster, x);
+  if (wide) {
+    for (uint32_t st : c.stages) with(&LtConfig::stages, st);
+    for (uint32_t t : c.tiles) with(&LtConfig::tile, t);
+  }
+  return vs;
+}
+
+// 3a. The one-field variants of the heuristic's seeds (the likely winners), all of them; 3b. per
+// algo id, an equal part of what is left: base configs (tile × stages, at most half the part),
+// then their one-field variants.
+void add_variants(ConfigSet& set, std::map<int, Caps>& caps, const std::vector<uint16_t>& clusters) {
+  const std::vector<LtConfig> seeds = set.order;
   for (const LtConfig& sd : seeds)
     if (caps.count(sd.algo))
-      for (const auto& v : variants(sd, caps[sd.algo], true)) {
+      for (const auto& v : variants(sd, caps[sd.algo], true, clusters)) {
         ++caps[sd.algo].checked;
-        caps[sd.algo].valid += add(v) != nullptr;
+        caps[sd.algo].valid += set.add(v) != nullptr;
       }
-  // 3b. per algo id, an equal part of what is left: base configs (tile × stages), then variants
-  const int per_algo = std::max(16, (max_configs - static_cast<int>(order.size())) / std::max(1, static_cast<int>(caps.size())));
+  const int per_algo =
+      std::max(16, (set.max_configs - static_cast<int>(set.order.size())) / std::max(1, static_cast<int>(caps.size())));
   for (auto& [id, c] : caps) {
-    algo_left = per_algo;
+    set.algo_left = per_algo;
     std::vector<LtConfig> bases;
     for (uint32_t t : c.tiles)
       for (uint32_t st : c.stages) {
@@ -325,34 +346,50 @@ json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
         b.tile = t;
         b.stages = st;
         ++c.checked;
-        if (add(b)) {
+        if (set.add(b)) {
           ++c.valid;
           bases.push_back(b);
         }
       }
     for (const LtConfig& b : bases)
-      for (const auto& v : variants(b, c, false)) {
+      for (const auto& v : variants(b, c, false, clusters)) {
         ++c.checked;
-        c.valid += add(v) != nullptr;
+        c.valid += set.add(v) != nullptr;
       }
   }
-  algo_left = max_configs;
+  set.algo_left = set.max_configs;
+}
+
+json enumerate(const Problem& p, int top, int64_t ws_mb, int max_configs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const GemmSpec g = gemm_spec(p);
+  const cudaDeviceProp prop = open_device();
+  Lt lt;
+  open_lt(lt, g, ws_mb);
+  ConfigSet set{lt, max_configs, max_configs, {}, {}};
+  const int heuristic_results = add_heuristic_seeds(lt, top, set);
+  std::map<int, Caps> caps = algo_caps(lt);
+  // cuBLASLt has no capability for cluster shapes: on Hopper and later a few are tried
+  const std::vector<uint16_t> clusters =
+      prop.major >= 9 ? std::vector<uint16_t>{CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1}
+                      : std::vector<uint16_t>{};
+  add_variants(set, caps, clusters);
   json algos = json::array();
   for (const auto& [id, c] : caps)
     algos.push_back({{"id", id}, {"tiles", c.tiles}, {"stages", c.stages}, {"splitk_support", c.splitk},
                      {"reduction_mask", c.red_mask}, {"swizzle_support", c.swizzle}, {"custom_max", c.custom_max},
                      {"checked", c.checked}, {"valid", c.valid}});
   json configs = json::array();
-  for (const auto& c : order) configs.push_back(entries[c]);
+  for (const auto& c : set.order) configs.push_back(set.entries[c]);
   return {{"version", 1},
           {"device", prop.name},
           {"sm", prop.major * 10 + prop.minor},
           {"cublaslt_version", cublasLtGetVersion()},
-          {"dtype", std::string(dtype_name(dt))},
-          {"N", *n},
-          {"K", *k},
+          {"dtype", std::string(dtype_name(g.dt))},
+          {"N", g.n},
+          {"K", g.k},
           {"workspace_bytes", lt.ws},
-          {"ms", std::vector<int64_t>(ms.begin(), ms.end())},
+          {"ms", std::vector<int64_t>(g.ms.begin(), g.ms.end())},
           {"heuristic_results", heuristic_results},
           {"max_configs", max_configs},
           {"algos", algos},

@@ -1,23 +1,103 @@
 // cli/cmd_optimize.cpp — `kernelarc optimize PROBLEM...`: runs a campaign (engine/campaign.h) and
 // prints, per problem, the best candidate and where its solution, leaderboard and findings are,
-// then the campaign's rate and what each measurement runner did. Running the same command again
-// resumes from the campaign's store without measuring twice. Also registers `kernelarc runner`
-// (internal, hidden): the measurement runner processes a campaign starts (engine/runner.h).
+// then the campaign's rate and what each measurement runner did, writes the campaign's HTML report
+// (report/report.h), and exits non-zero with one line per problem that got no passing candidate.
+// Running the same command again resumes from the campaign's store without measuring twice. Also
+// registers `kernelarc runner` (internal, hidden): the measurement runner processes a campaign
+// starts (engine/runner.h).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <map>
 
 #include "cli/commands.h"
 #include "engine/campaign.h"
 #include "engine/runner.h"
+#include "report/report.h"
+#include "store/store.h"
 #include "util/error.h"
 
 namespace ka::cli {
+namespace {
+
+constexpr const char* kExitStatus =
+    "Exit status: 0 every problem ended with a passing best solution; 1 some problem got none (one line per "
+    "problem says why: no kernel family applies, the judge could not start, the oracle failed so no workload "
+    "could be judged, every candidate failed, nothing was proposed); 2 a user error (bad problem folder, bad "
+    "flag); 143 stopped by SIGTERM (the same command resumes).";
+
+// Why a problem ended with no passing candidate, in one line: the engine's reason when it was not
+// searched, else what the store says its candidates' measurements were (an oracle whose reference
+// fails leaves every workload "unavailable", with the oracle's message).
+std::string why_unsolved(const ProblemOutcome& p, const std::filesystem::path& db) {
+  if (!p.not_searched.empty()) return "not searched: " + p.not_searched;
+  if (!p.oracle_cut_short.empty()) return "not searched: the oracle ran past --oracle-time-limit (run again to go on)";
+  if (p.candidates == 0) return "no agent proposed a candidate";
+  std::map<std::string, int> verdicts;
+  std::map<std::string, std::string> example;  // a message per verdict
+  try {
+    for (const auto& m : Store::open_agent(db, "optimize")->measurements(p.problem))
+      if (m.verdict != "passed" && ++verdicts[m.verdict] == 1) example[m.verdict] = one_line(m.message).substr(0, 200);
+  } catch (const std::exception&) {
+  }
+  if (verdicts.size() == 1 && verdicts.count("unavailable"))
+    return fmt::format("no workload could be judged: {}", example["unavailable"]);
+  std::string counts;
+  for (const auto& [v, n] : verdicts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v, n);
+  return fmt::format("all {} candidates failed{}", p.candidates,
+                     counts.empty() ? "" : fmt::format(" (failed workloads by verdict: {})", counts));
+}
+
+void print_summary(const CampaignOutcome& r, const CampaignOptions& o) {
+  fmt::print("{:<34} {:>10} {:>9} {:>7} {:>7} {:>12} {:>12} {:>9} {:>9} {:>6}  {}\n", "problem", "candidates", "measured",
+             "gpu_min", "wall_min", "best_us", "ref_us", "speedup", "sol_score", "x_sol", "best");
+  for (const auto& p : r.problems) {
+    fmt::print("{:<34} {:>10} {:>9} {:>7.2f} {:>7.2f} {:>12} {:>12} {:>9} {:>9} {:>6}  {}{}\n", p.problem, p.candidates,
+               p.measured_now, p.gpu_s / 60, p.wall_s / 60,
+               p.solved ? fmt::format("{:.3f}", p.best_geomean_us) : "-",
+               p.reference_geomean_us > 0 ? fmt::format("{:.3f}", p.reference_geomean_us) : "-",
+               p.solved && p.reference_geomean_us > 0 ? fmt::format("{:.2f}x", p.reference_geomean_us / p.best_geomean_us) : "-",
+               p.best_sol_score ? fmt::format("{:.3f}", *p.best_sol_score) : "-",
+               p.best_sol_ratio ? fmt::format("{:.2f}", *p.best_sol_ratio) : "-",
+               p.solved ? (p.best_dir / "best" / "solution.json").string() : "no passing candidate",
+               p.stopped_at_sol    ? " (stopped: at speed-of-light)"
+               : p.stopped_at_time ? " (stopped: --time-limit)"
+               : !p.oracle_cut_short.empty() ? " (not searched: --oracle-time-limit; run again to go on)"
+                                             : "");
+  }
+  for (const auto& p : r.problems)
+    if (p.per_gpu.size() > 1) {
+      std::string per;
+      for (const auto& g : p.per_gpu)
+        per += fmt::format("{}{} {}", per.empty() ? "" : ", ", g.gpu, g.passed ? fmt::format("{:.3f} us", g.geomean_us) : "failed");
+      fmt::print("{}: incumbent on {} GPUs: {} (spread {:.1f}%)\n", p.problem, p.per_gpu.size(), per, 100 * p.gpu_spread);
+    }
+  const size_t nrun = std::max<size_t>(1, r.runners.size());
+  fmt::print("measured {} candidates in {:.1f} s ({:.1f} candidates/min); judging {:.0f}% of wall time{}; store {}\n",
+             r.measured, r.wall_s, r.candidates_per_minute(),
+             r.wall_s > 0 ? 100.0 * r.measure_s / (r.wall_s * static_cast<double>(nrun)) : 0.0,
+             nrun > 1 ? fmt::format(" per runner ({} runners)", nrun) : "", (o.out / "campaign.db").string());
+  for (const auto& rs : r.runners)
+    fmt::print("runner {} (device {}, {}): {} judged, {} restarts, busy {:.0f}% of wall time\n", rs.index, rs.device_id,
+               rs.gpu, rs.judged, rs.restarts, r.wall_s > 0 ? 100.0 * rs.busy_s / r.wall_s : 0.0);
+  for (const auto& p : r.problems)
+    if (!p.composed.empty())
+      fmt::print("{}: piecewise candidate {}: {}\n", p.problem, p.composed_won ? "(the best)" : "(not better)", p.composed);
+  if (r.checks > 0) fmt::print("per-GPU checks of incumbents: {} measured now\n", r.checks);
+  if (r.terminated) fmt::print("stopped early by SIGTERM: the same command resumes the campaign\n");
+}
+
+}  // namespace
 
 void register_optimize(CLI::App& app) {
   static CampaignOptions o;
   static std::vector<std::string> problems, imports;
   static std::string agents, target, families;
   static double timeout_s = 60;
-  auto* cmd = app.add_subcommand("optimize", "Run a campaign: agents search kernel families under a candidate budget");
+  auto* cmd = app.add_subcommand("optimize", "Run a campaign: agents search kernel families under a candidate budget; "
+                                              "writes OUT/report.html (see `kernelarc report`)");
+  cmd->footer(kExitStatus);
   cmd->add_option("PROBLEM", problems, "Problem folders")->required();
   cmd->add_option("--target", target, "cuda or host (default: cuda when a GPU is usable, else host)")
       ->check(CLI::IsMember({"cuda", "host"}));
@@ -95,44 +175,19 @@ void register_optimize(CLI::App& app) {
     o.target = target.empty() ? (std::system("nvidia-smi -L >/dev/null 2>&1") == 0 ? "cuda" : "host") : target;
     o.eval.timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
     CampaignOutcome r = run_campaign(o);
-    fmt::print("{:<34} {:>10} {:>9} {:>7} {:>7} {:>12} {:>12} {:>9} {:>9} {:>6}  {}\n", "problem", "candidates", "measured",
-               "gpu_min", "wall_min", "best_us", "ref_us", "speedup", "sol_score", "x_sol", "best");
+    print_summary(r, o);
+    std::vector<ReportProblem> notes;  // r.problems is in o.problems' order, one per problem
+    for (size_t i = 0; i < r.problems.size() && i < o.problems.size(); ++i)
+      notes.push_back({o.problems[i], r.problems[i].solved ? "" : why_unsolved(r.problems[i], o.out / "campaign.db")});
+    if (auto html = report_after_campaign(o.out, notes); !html.empty()) fmt::print("report {}\n", html.string());
+    std::fflush(stdout);  // the summary first, then the reasons (stderr)
     bool all = true;
-    for (const auto& p : r.problems) {
-      all &= p.solved;
-      fmt::print("{:<34} {:>10} {:>9} {:>7.2f} {:>7.2f} {:>12} {:>12} {:>9} {:>9} {:>6}  {}{}\n", p.problem, p.candidates,
-                 p.measured_now, p.gpu_s / 60, p.wall_s / 60,
-                 p.solved ? fmt::format("{:.3f}", p.best_geomean_us) : "-",
-                 p.reference_geomean_us > 0 ? fmt::format("{:.3f}", p.reference_geomean_us) : "-",
-                 p.solved && p.reference_geomean_us > 0 ? fmt::format("{:.2f}x", p.reference_geomean_us / p.best_geomean_us) : "-",
-                 p.best_sol_score ? fmt::format("{:.3f}", *p.best_sol_score) : "-",
-                 p.best_sol_ratio ? fmt::format("{:.2f}", *p.best_sol_ratio) : "-",
-                 p.solved ? (p.best_dir / "best" / "solution.json").string() : "no passing candidate",
-                 p.stopped_at_sol    ? " (stopped: at speed-of-light)"
-                 : p.stopped_at_time ? " (stopped: --time-limit)"
-                 : !p.oracle_cut_short.empty() ? " (not searched: --oracle-time-limit; run again to go on)"
-                                               : "");
-    }
-    for (const auto& p : r.problems)
-      if (p.per_gpu.size() > 1) {
-        std::string per;
-        for (const auto& g : p.per_gpu)
-          per += fmt::format("{}{} {}", per.empty() ? "" : ", ", g.gpu, g.passed ? fmt::format("{:.3f} us", g.geomean_us) : "failed");
-        fmt::print("{}: incumbent on {} GPUs: {} (spread {:.1f}%)\n", p.problem, p.per_gpu.size(), per, 100 * p.gpu_spread);
+    for (size_t i = 0; i < r.problems.size(); ++i)
+      if (!r.problems[i].solved) {
+        all = false;
+        fmt::print(stderr, "kernelarc: {}: no passing candidate: {}\n", r.problems[i].problem,
+                   i < notes.size() ? notes[i].unsolved_reason : why_unsolved(r.problems[i], o.out / "campaign.db"));
       }
-    const size_t nrun = std::max<size_t>(1, r.runners.size());
-    fmt::print("measured {} candidates in {:.1f} s ({:.1f} candidates/min); judging {:.0f}% of wall time{}; store {}\n",
-               r.measured, r.wall_s, r.candidates_per_minute(),
-               r.wall_s > 0 ? 100.0 * r.measure_s / (r.wall_s * static_cast<double>(nrun)) : 0.0,
-               nrun > 1 ? fmt::format(" per runner ({} runners)", nrun) : "", (o.out / "campaign.db").string());
-    for (const auto& rs : r.runners)
-      fmt::print("runner {} (device {}, {}): {} judged, {} restarts, busy {:.0f}% of wall time\n", rs.index, rs.device_id,
-                 rs.gpu, rs.judged, rs.restarts, r.wall_s > 0 ? 100.0 * rs.busy_s / r.wall_s : 0.0);
-    for (const auto& p : r.problems)
-      if (!p.composed.empty())
-        fmt::print("{}: piecewise candidate {}: {}\n", p.problem, p.composed_won ? "(the best)" : "(not better)", p.composed);
-    if (r.checks > 0) fmt::print("per-GPU checks of incumbents: {} measured now\n", r.checks);
-    if (r.terminated) fmt::print("stopped early by SIGTERM: the same command resumes the campaign\n");
     set_exit_code(r.terminated ? 143 : all ? 0 : 1);
   });
 

@@ -29,29 +29,6 @@ struct SolArgs {
   double time_limit = 0;  // seconds for all problems (after calibration); 0: none
 };
 
-std::vector<const Workload*> pick(const Problem& p, const std::string& sel) {
-  std::vector<const Workload*> out;
-  if (sel.empty()) {
-    for (const auto& w : p.workloads) out.push_back(&w);
-  } else if (sel.find_first_not_of("0123456789") == std::string::npos) {
-    for (size_t i = 0; i < std::min<size_t>(std::stoul(sel), p.workloads.size()); ++i) out.push_back(&p.workloads[i]);
-  } else {
-    size_t start = 0;
-    while (start <= sel.size()) {
-      size_t end = sel.find(',', start);
-      std::string id = sel.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      const Workload* hit = nullptr;
-      for (const auto& w : p.workloads)
-        if (!id.empty() && w.uuid.rfind(id, 0) == 0) hit = &w;
-      if (!hit) user_error("--workloads: no workload uuid starts with '{}'", id);
-      out.push_back(hit);
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-  }
-  return out;
-}
-
 std::string us(std::optional<double> v) { return v ? fmt::format("{:.2f}", *v) : "-"; }
 std::string eng(double v) {
   const char* u[] = {"", "K", "M", "G", "T", "P"};
@@ -73,7 +50,7 @@ void run_sol(const SolArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& dir : a.problems) {
     Problem p = load_problem(dir);
-    auto ws = pick(p, a.workloads);
+    auto ws = select_workloads(p, a.workloads);
     // --time-limit bounds the count (whose finished workloads are kept) and then the timing run.
     auto limit_to_what_is_left = [&] {
       if (a.time_limit <= 0) return;

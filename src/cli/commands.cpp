@@ -13,11 +13,13 @@ void register_commands(CLI::App& app) {
   register_problems(app);
   register_eval(app);
   register_optimize(app);
+  register_report(app);
   register_export(app);
   register_calibrate(app);
   register_sol(app);
   register_worker(app);
   register_lt_enum(app);
+  register_coverage(app);
 }
 
 }  // namespace ka::cli

@@ -14,8 +14,10 @@ void register_eval(CLI::App& app);
 void register_worker(CLI::App& app);
 void register_export(CLI::App& app);
 void register_optimize(CLI::App& app);
+void register_report(CLI::App& app);
 void register_calibrate(CLI::App& app);
 void register_sol(CLI::App& app);
 void register_lt_enum(CLI::App& app);
+void register_coverage(CLI::App& app);
 
 }  // namespace ka::cli

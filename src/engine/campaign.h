@@ -82,6 +82,8 @@ struct ProblemOutcome {
   bool stopped_at_sol = false;             // stopped drawing budget: within sol_stop of SOL
   bool stopped_at_time = false;            // stopped drawing budget: time_limit_s passed
   std::string oracle_cut_short;            // not searched: the oracle's time limit passed first (why)
+  std::string not_searched;                // not searched for another reason: no family applies, or the
+                                           // judge (its oracle) could not start for this problem (why)
   std::string composed;                    // the piecewise candidate judged, if any: its ranges
   bool composed_won = false;               // it became the incumbent
   // Search cost in this run: wall clock, runner time spent judging this problem's candidates and

@@ -13,8 +13,10 @@
 #include <set>
 #include <sstream>
 
+#include "graph/generate.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/json.h"
 #include "util/hash.h"
 #include "util/resources.h"
 
@@ -28,20 +30,6 @@ bool is_identifier(const std::string& s) {
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
   return true;
-}
-
-// Line:column of a byte offset, for JSON syntax errors.
-std::string line_col(std::string_view text, size_t byte) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("line {}, column {}", line, col);
 }
 
 std::string string_field(const ojson& j, const char* key, const std::string& where, bool required,
@@ -200,61 +188,10 @@ std::string knobs_str(const Knobs& k) {
   return s;
 }
 
-Family load_family(const std::filesystem::path& dir) {
-  Family f;
-  f.dir = dir;
-  const fs::path file = dir / "family.json";
-  const std::string where = file.string();
-  if (!fs::is_regular_file(file)) user_error("{}: no such file (a family folder needs a family.json)", where);
-  const std::string text = read_text(file);
-  ojson j;
-  try {
-    j = ojson::parse(text);
-  } catch (const ojson::parse_error& e) {
-    std::string msg = e.what();
-    auto p = msg.find("parse error");
-    if (p != std::string::npos) msg = msg.substr(p);
-    user_error("{}: malformed JSON at {}: {}", where, line_col(text, e.byte > 0 ? e.byte - 1 : 0), one_line(msg));
-  }
-  if (!j.is_object()) user_error("{}: the file must hold a JSON object, got {}", where, j.type_name());
-  static const std::set<std::string> kFields{"name",    "target",  "source",      "entry",           "description",
-                                             "applies_to", "knobs", "constraints", "defines", "compile_options",
-                                             "seeds",   "sources", "includes"};
-  for (const auto& [k, v] : j.items())
-    if (!kFields.count(k)) user_error("{}: unknown field '{}'", where, k);
+namespace {
 
-  f.name = string_field(j, "name", where, true);
-  if (!is_identifier(f.name)) user_error("{}: field 'name' must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got '{}'", where, f.name);
-  f.target = string_field(j, "target", where, true);
-  if (f.target != "cuda" && f.target != "host")
-    user_error("{}: field 'target' must be \"cuda\" or \"host\", got \"{}\"", where, f.target);
-  f.source_name = string_field(j, "source", where, true);
-  if (f.source_name.find('/') != std::string::npos || f.source_name.find("..") != std::string::npos)
-    user_error("{}: field 'source' must be a file name in the family folder, got '{}'", where, f.source_name);
-  if (!fs::is_regular_file(dir / f.source_name))
-    user_error("{}: field 'source': no file '{}' in {}", where, f.source_name, dir.string());
-  f.source = read_text(dir / f.source_name);
-  load_parts(f, j, where);
-  f.entry = string_field(j, "entry", where, false, "run");
-  if (!is_identifier(f.entry)) user_error("{}: field 'entry' must be an identifier, got '{}'", where, f.entry);
-  if (j.contains("description") && !j["description"].is_string())
-    user_error("{}: field 'description' must be a string", where);
-  f.description = j.value("description", std::string());
-
-  // applies_to
-  if (!j.contains("applies_to")) user_error("{}: missing field 'applies_to'", where);
-  const ojson& at = j["applies_to"];
-  if (!at.is_object()) user_error("{}: field 'applies_to' must be an object", where);
-  for (const auto& [k, v] : at.items())
-    if (k != "op_types" && k != "dtypes" && k != "requires_axes") user_error("{}: unknown field 'applies_to.{}'", where, k);
-  f.op_types = string_list(at, "op_types", where, "applies_to.");
-  if (f.op_types.empty()) user_error("{}: field 'applies_to.op_types' must list at least one op type", where);
-  f.dtypes = string_list(at, "dtypes", where, "applies_to.");
-  for (size_t i = 0; i < f.dtypes.size(); ++i)
-    if (!parse_dtype(f.dtypes[i])) user_error("{}: field 'applies_to.dtypes[{}]': unknown dtype '{}'", where, i, f.dtypes[i]);
-  f.requires_axes = string_list(at, "requires_axes", where, "applies_to.");
-
-  // knobs, in file order
+// knobs, in file order
+void parse_knobs(const ojson& j, const std::string& where, Family& f) {
   if (!j.contains("knobs")) user_error("{}: missing field 'knobs'", where);
   const ojson& kn = j["knobs"];
   if (!kn.is_object() || kn.empty()) user_error("{}: field 'knobs' must be a non-empty object of name: [values]", where);
@@ -272,8 +209,10 @@ Family load_family(const std::filesystem::path& dir) {
     }
     f.knobs.emplace_back(name, std::move(vals));
   }
+}
 
-  // defines
+// defines: NAME: "axis:AXIS" | "has_input:NAME" | "reference:REGEX|DEFAULT"
+void parse_defines(const ojson& j, const std::string& where, Family& f) {
   if (j.contains("defines")) {
     const ojson& d = j["defines"];
     if (!d.is_object()) user_error("{}: field 'defines' must be an object of NAME: spec", where);
@@ -308,8 +247,10 @@ Family load_family(const std::filesystem::path& dir) {
       f.defines[name] = s;
     }
   }
+}
 
-  // constraints: over knobs and the required (const) axes
+// constraints: over knobs and the required (const) axes
+void parse_constraints(const ojson& j, const std::string& where, Family& f) {
   std::vector<std::string> cons = string_list(j, "constraints", where, "");
   for (size_t i = 0; i < cons.size(); ++i) {
     Expr e;
@@ -326,8 +267,10 @@ Family load_family(const std::filesystem::path& dir) {
                    where, i, n, cons[i]);
     f.constraints.push_back(std::move(e));
   }
+}
 
-  // compile_options
+// compile_options
+void parse_compile_options(const ojson& j, const std::string& where, Family& f) {
   f.compile_options = nlohmann::json::object();
   if (j.contains("compile_options")) {
     const ojson& co = j["compile_options"];
@@ -337,8 +280,10 @@ Family load_family(const std::filesystem::path& dir) {
       f.compile_options[k] = string_list(co, k.c_str(), where, "compile_options.");
     }
   }
+}
 
-  // seeds: [{"knobs": {NAME: value, ...every knob...}, "why": "evidence"}]
+// seeds: [{"knobs": {NAME: value, ...every knob...}, "why": "evidence"}]
+void parse_seeds(const ojson& j, const std::string& where, Family& f) {
   if (j.contains("seeds")) {
     const ojson& sd = j["seeds"];
     if (!sd.is_array()) user_error("{}: field 'seeds' must be a list of {{\"knobs\": {{...}}, \"why\": \"...\"}}", where);
@@ -365,6 +310,64 @@ Family load_family(const std::filesystem::path& dir) {
       f.seeds.push_back(std::move(s));
     }
   }
+}
+
+}  // namespace
+
+Family load_family(const std::filesystem::path& dir) {
+  Family f;
+  f.dir = dir;
+  const fs::path file = dir / "family.json";
+  const std::string where = file.string();
+  if (!fs::is_regular_file(file)) user_error("{}: no such file (a family folder needs a family.json)", where);
+  const ojson j = parse_user_json(read_text(file), where);
+  if (!j.is_object()) user_error("{}: the file must hold a JSON object, got {}", where, j.type_name());
+  static const std::set<std::string> kFields{"name", "target", "source", "entry", "description", "applies_to",
+                                             "knobs", "constraints", "defines", "compile_options", "seeds",
+                                             "generator", "sources",
+                                             "includes"};
+  for (const auto& [k, v] : j.items())
+    if (!kFields.count(k)) user_error("{}: unknown field '{}'", where, k);
+
+  f.name = string_field(j, "name", where, true);
+  if (!is_identifier(f.name)) user_error("{}: field 'name' must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got '{}'", where, f.name);
+  f.target = string_field(j, "target", where, true);
+  if (f.target != "cuda" && f.target != "host")
+    user_error("{}: field 'target' must be \"cuda\" or \"host\", got \"{}\"", where, f.target);
+  f.source_name = string_field(j, "source", where, true);
+  if (f.source_name.find('/') != std::string::npos || f.source_name.find("..") != std::string::npos)
+    user_error("{}: field 'source' must be a file name in the family folder, got '{}'", where, f.source_name);
+  if (!fs::is_regular_file(dir / f.source_name))
+    user_error("{}: field 'source': no file '{}' in {}", where, f.source_name, dir.string());
+  f.source = read_text(dir / f.source_name);
+  load_parts(f, j, where);
+  f.entry = string_field(j, "entry", where, false, "run");
+  f.generator = string_field(j, "generator", where, false);
+  if (!f.generator.empty() && f.generator != "graph")
+    user_error("{}: field 'generator' must be \"graph\", got \"{}\"", where, f.generator);
+  if (!is_identifier(f.entry)) user_error("{}: field 'entry' must be an identifier, got '{}'", where, f.entry);
+  if (j.contains("description") && !j["description"].is_string())
+    user_error("{}: field 'description' must be a string", where);
+  f.description = j.value("description", std::string());
+
+  // applies_to
+  if (!j.contains("applies_to")) user_error("{}: missing field 'applies_to'", where);
+  const ojson& at = j["applies_to"];
+  if (!at.is_object()) user_error("{}: field 'applies_to' must be an object", where);
+  for (const auto& [k, v] : at.items())
+    if (k != "op_types" && k != "dtypes" && k != "requires_axes") user_error("{}: unknown field 'applies_to.{}'", where, k);
+  f.op_types = string_list(at, "op_types", where, "applies_to.");
+  if (f.op_types.empty()) user_error("{}: field 'applies_to.op_types' must list at least one op type", where);
+  f.dtypes = string_list(at, "dtypes", where, "applies_to.");
+  for (size_t i = 0; i < f.dtypes.size(); ++i)
+    if (!parse_dtype(f.dtypes[i])) user_error("{}: field 'applies_to.dtypes[{}]': unknown dtype '{}'", where, i, f.dtypes[i]);
+  f.requires_axes = string_list(at, "requires_axes", where, "applies_to.");
+
+  parse_knobs(j, where, f);
+  parse_defines(j, where, f);
+  parse_constraints(j, where, f);
+  parse_compile_options(j, where, f);
+  parse_seeds(j, where, f);
   return f;
 }
 
@@ -395,6 +398,7 @@ const std::vector<int64_t>* Family::domain(const std::string& knob) const {
 }
 
 bool Family::applies_to(const Problem& p) const {
+  if (!generator.empty()) return graph::check_lowering(p, source).ok();
   if (std::find(op_types.begin(), op_types.end(), p.def.op_type) == op_types.end()) return false;
   if (!dtypes.empty())
     for (const auto& t : p.def.inputs)
@@ -510,6 +514,10 @@ Candidate Family::instantiate(const Knobs& k, const Problem& p, const std::map<s
     c.name += "_d" + sha256_hex(all).substr(0, 8);
   }
   text += "\n" + expand_parts(source, parts);
+  if (!generator.empty()) {
+    Knobs all = k;
+    text += graph::generate_source(p, source, all);
+  }
   c.sources.push_back({source_name, std::move(text)});
   for (const auto& h : layer) c.sources.push_back(h);
   c.entry_file = source_name;

@@ -35,7 +35,8 @@
 // family applies to a problem only when each of those is a const axis, so var axes are never
 // usable); a define spec is axis:NAME, has_input:NAME or reference:REGEX|DEFAULT (the default
 // follows the last '|'; the regex needs a capture group; without a default an unmatched
-// reference is an error). The shipped families live under families/ (resource_path("families")).
+// reference is an error). "generator": "graph" makes a generated family (see Family::generator).
+// The shipped families live under families/ (resource_path("families")).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -72,6 +73,10 @@ struct Family {
     std::string why;
   };
   std::vector<Seed> seeds;
+  // "graph": the source is a runtime and the candidate's code is generated per problem from its
+  // captured graph (graph/generate.h); such a family applies to every problem that captures and
+  // lowers (applies_to.op_types may then be ["*"]).
+  std::string generator;
 
   bool applies_to(const Problem& p) const;
   // The problem-derived defines (UserError when a spec cannot be satisfied).

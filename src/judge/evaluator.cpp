@@ -67,80 +67,26 @@ std::vector<CallArg> call_args(const InputSet& s) {
   return a;
 }
 
-json tolerance_json(const Tolerance& t) {
-  return {{"max_atol", t.max_atol}, {"max_rtol", t.max_rtol}, {"required_matched_ratio", t.required_matched_ratio},
-          {"max_error_cap", t.max_error_cap ? json(*t.max_error_cap) : json()}, {"allow_negative_inf", t.allow_negative_inf}};
-}
-
-// Reads the reply of one check call. A set kept in the worker comes back compared there
-// ("input_written" or "compare"); a set sent whole comes back as bytes (outputs, then the inputs
-// as they were after the call), compared here against `sent`, the set sent with the call (null
-// when the worker kept it). Returns false (and fills w) on any failure.
-bool check_reply(const WorkerReply& r, const Problem& p, const InputSet* sent, const Tolerance& tol, WorkloadEval& w,
-                 const char* when) {
-  if (!r.ok) {
-    w.verdict = r.verdict;
-    w.message = fmt::format("{}: {}", when, r.message);
-    return false;
-  }
-  if (r.header.contains("input_written")) {
-    w.verdict = Verdict::reward_hack;
-    w.message = fmt::format("{}: the candidate wrote into input '{}'", when,
-                            p.def.inputs.at(r.header["input_written"].get<size_t>()).name);
-    return false;
-  }
-  std::vector<CompareResult> results;
-  if (r.header.contains("compare")) {
-    for (const auto& c : r.header["compare"]) {
-      CompareResult x;
-      x.ok = c.value("ok", false);
-      x.max_abs_err = c.value("max_abs_err", 0.0);
-      x.max_rel_err = c.value("max_rel_err", 0.0);
-      x.matched_ratio = c.value("matched_ratio", 0.0);
-      x.values = c.value("values", int64_t{0});
-      x.nonfinite = c.value("nonfinite", int64_t{0});
-      x.never_written = c.value("never_written", false);
-      x.reason = c.value("reason", "");
-      results.push_back(std::move(x));
-    }
-    if (results.size() != p.def.outputs.size()) throw std::runtime_error("worker reply lists the wrong number of outputs");
-  } else {
-    if (!sent) throw std::runtime_error("worker replied with outputs for a set it keeps");
-    const InputSet& s = *sent;
-    size_t off = 0;
-    std::vector<Tensor> outs;
-    for (const auto& ref : s.outputs) {
-      Tensor t;
-      t.dtype = ref.dtype;
-      t.shape = ref.shape;
-      size_t n = ref.nbytes();
-      if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
-      t.data.assign(r.payload.begin() + static_cast<long>(off), r.payload.begin() + static_cast<long>(off + n));
-      off += n;
-      outs.push_back(std::move(t));
-    }
-    for (size_t i = 0; i < s.inputs.size(); ++i) {
-      const Tensor& in = s.inputs[i];
-      if (in.scalar) continue;
-      size_t n = in.data.size();
-      if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
-      if (std::memcmp(r.payload.data() + off, in.data.data(), n) != 0) {
-        w.verdict = Verdict::reward_hack;
-        w.message = fmt::format("{}: the candidate wrote into input '{}'", when, p.def.inputs[i].name);
-        return false;
-      }
-      off += n;
-    }
-    for (size_t i = 0; i < outs.size(); ++i) results.push_back(compare_output(outs[i], s.outputs[i], tol));
-  }
-  for (size_t i = 0; i < results.size(); ++i) {
-    const CompareResult& c = results[i];
+// The outputs of one call (a fetched payload: each output's bytes in definition order) against
+// the references; false (and w filled) at the first output out of tolerance. Error statistics
+// are the maxima over every call compared.
+bool judge_outputs(const WorkerReply& r, const Problem& p, const std::vector<Tensor>& refs, const Tolerance& tol,
+                   WorkloadEval& w, const std::string& when) {
+  size_t off = 0;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const Tensor& ref = refs[i];
+    Tensor out;
+    out.dtype = ref.dtype;
+    out.shape = ref.shape;
+    const size_t n = ref.nbytes();
+    if (off + n > r.payload.size()) throw std::runtime_error("worker reply too short");
+    out.data.assign(r.payload.begin() + static_cast<long>(off), r.payload.begin() + static_cast<long>(off + n));
+    off += n;
+    const CompareResult c = compare_output(out, ref, tol);
     w.max_abs_err = std::max(w.max_abs_err, c.max_abs_err);
     w.max_rel_err = std::max(w.max_rel_err, c.max_rel_err);
     w.matched_ratio = std::min(w.matched_ratio, c.matched_ratio);
-    if (c.nonfinite) {
-      w.has_nan = true;  // NaN/Inf are not told apart here; both fail
-    }
+    if (c.nonfinite) w.has_nan = true;  // NaN/Inf are not told apart here; both fail
     if (!c.ok) {
       w.verdict = Verdict::wrong_answer;
       w.message = fmt::format("{}: output '{}': {}", when, p.def.outputs[i].name, c.reason);
@@ -148,6 +94,32 @@ bool check_reply(const WorkerReply& r, const Problem& p, const InputSet* sent, c
     }
   }
   return true;
+}
+
+// Bytes of one set's inputs and outputs for a workload, from the definition's shapes.
+std::pair<size_t, size_t> io_bytes(const Problem& p, const Workload& w) {
+  size_t in = 0, out = 0;
+  for (const auto& t : p.def.inputs) {
+    int64_t n = 1;
+    for (int64_t d : resolve_shape(t, w)) n *= d;
+    in += dtype_storage_bytes(t.dtype, n);
+  }
+  for (const auto& t : p.def.outputs) {
+    int64_t n = 1;
+    for (int64_t d : resolve_shape(t, w)) n *= d;
+    out += dtype_storage_bytes(t.dtype, n);
+  }
+  return {in, out};
+}
+
+// K, the timing sets of a workload (evaluator.h): one per timing call while rotation_bytes allow,
+// at least 2 (fewer only when a run has fewer calls).
+size_t timing_set_count(size_t input_bytes, const EvalOptions& opt) {
+  if (!opt.time) return 0;
+  const size_t calls = static_cast<size_t>(std::max(1, opt.warmup + opt.iterations));
+  const size_t by_memory = input_bytes ? opt.rotation_bytes / input_bytes : calls;
+  const size_t k = std::min({by_memory, static_cast<size_t>(std::max(1, opt.max_rotation_sets)), calls});
+  return std::max(k, std::min<size_t>(2, calls));
 }
 
 WorkloadEval failed(const Workload& wl, Verdict v, std::string msg) {
@@ -194,12 +166,16 @@ int JudgeSession::sm() { return device().value("sm", 0); }
 
 void JudgeSession::prepare() {
   if (prepared_) return;
-  // Oracle entries: the check set (seed) and the fresh re-check set (seed + 1).
+  // Oracle entries per workload, in the order the judge needs them: the check set (seed, the one
+  // whose reference is timed), the timing sets (seed + 2 ..), the fresh re-check set (seed + 1).
   std::vector<OracleRequest> reqs;
   for (const Workload* w : workloads_) {
     require_inputs_available(p_, *w);
+    base_.push_back(reqs.size());
+    timing_sets_.push_back(timing_set_count(io_bytes(p_, *w).first, opt_));
     reqs.push_back({w, opt_.seed});
-    reqs.push_back({w, opt_.seed + 1, false});  // the fresh re-check set needs no reference timing
+    for (size_t j = 0; j < timing_sets_.back(); ++j) reqs.push_back({w, opt_.seed + 2 + j, false});
+    reqs.push_back({w, opt_.seed + 1, false});
   }
   // Set either way: the oracle may be shared with a session that borrowed.
   oracle_.borrow_timings_for(opt_.time_reference && opt_.borrow_timings ? device().value("name", std::string())
@@ -223,7 +199,7 @@ size_t JudgeSession::host_set_bytes() const {
 }
 
 void JudgeSession::remember(size_t i, const std::shared_ptr<const InputSet>& s) {
-  if (sets_[i] || (opt_.keep_sets && !unkept_.count(i))) return;  // the worker's copy is the one kept
+  if (sets_[i] || (opt_.keep_sets && !evicted_.count(i))) return;  // the worker's copy is the one kept
   if (host_set_bytes() + set_bytes(*s) <= opt_.host_sets_bytes) sets_[i] = s;
 }
 
@@ -241,7 +217,7 @@ std::shared_ptr<const InputSet> JudgeSession::set(size_t i) {
   } else {
     s = std::make_shared<const InputSet>(load_set(p_, oracle_, entries_[i]));
   }
-  if (opt_.keep_sets && !unkept_.count(i)) prefetch_after(i);
+  if (opt_.keep_sets && !evicted_.count(i)) prefetch_after(i);
   remember(i, s);
   return s;
 }
@@ -262,42 +238,93 @@ void JudgeSession::prefetch_after(size_t i) {
   // well under a second to run it.
   constexpr size_t kAhead = 2;
   for (size_t j = i + 1; j < entries_.size() && j <= i + kAhead; ++j) {
-    if (sets_[j] || pending_.count(j) || unkept_.count(j) || !regenerates_inputs(entries_[j])) continue;
+    if (sets_[j] || pending_.count(j) || evicted_.count(j) || !regenerates_inputs(entries_[j])) continue;
     pending_.emplace(j, std::async(std::launch::async, [this, j] {
                        return std::make_shared<const InputSet>(load_set(p_, oracle_, entries_[j]));
                      }));
   }
 }
 
-WorkerReply JudgeSession::run_set(size_t i, const std::string& mode, json extra, std::shared_ptr<const InputSet>* sent) {
-  WorkerClient& worker = *worker_;
-  // A reply from a dead worker has no header.
-  auto flag = [](const WorkerReply& r, const char* key) { return r.header.is_object() && r.header.value(key, false); };
-  auto send_whole = [&](std::shared_ptr<const InputSet> s) {
-    if (!s) s = set(i);
-    if (sent) *sent = s;
-    return worker.run(mode, call_args(*s), std::move(extra), opt_.timeout);
-  };
-  if (!opt_.keep_sets || unkept_.count(i)) return send_whole(nullptr);
-  json kept = extra;
-  kept["set"] = i;
-  WorkerReply r = worker.run_kept(mode, kept, opt_.timeout);
-  if (r.ok || !flag(r, "missing_set")) return r;
-  // A fresh worker (the first call, or after a crash): send the set once, then run again. The
-  // host copy lives only for this call: the worker holds it from now on.
-  std::shared_ptr<const InputSet> s = set(i);
-  WorkerReply put = worker.put(static_cast<int64_t>(i), call_args(*s), std::max(opt_.timeout, std::chrono::milliseconds(600000)));
-  if (put.ok) {
-    sets_[i].reset();
-    r = worker.run_kept(mode, kept, opt_.timeout);
-    if (r.ok || !flag(r, "missing_set")) return r;
-  } else if (!flag(put, "no_room")) {
-    return put;
+std::shared_ptr<const std::vector<Tensor>> JudgeSession::reference(size_t i) {
+  if (sets_[i]) return std::shared_ptr<const std::vector<Tensor>>(sets_[i], &sets_[i]->outputs);
+  if (auto it = refs_.find(i); it != refs_.end()) return it->second;
+  SafeTensors ref = oracle_.load(entries_[i], "reference.safetensors");
+  auto r = std::make_shared<std::vector<Tensor>>();
+  for (const auto& t : p_.def.outputs) {
+    auto it = ref.tensors.find(t.name);
+    if (it == ref.tensors.end())
+      user_error("{}: oracle entry lacks reference output '{}'", entries_[i].dir.string(), t.name);
+    r->push_back(std::move(it->second));
   }
-  spdlog::debug("input set {} is not kept in the worker ({}); it is sent with every call", i, put.message);
-  unkept_.insert(i);
-  remember(i, s);
-  return send_whole(s);
+  keep_reference(i, r);
+  return r;
+}
+
+void JudgeSession::keep_reference(size_t i, std::shared_ptr<const std::vector<Tensor>> r) {
+  auto bytes = [](const std::vector<Tensor>& v) {
+    size_t n = 0;
+    for (const auto& t : v) n += t.data.size();
+    return n;
+  };
+  size_t total = bytes(*r);
+  for (const auto& [j, x] : refs_) total += bytes(*x);
+  while (total > opt_.host_sets_bytes && !ref_order_.empty()) {  // the oldest go first
+    auto it = refs_.find(ref_order_.front());
+    if (it != refs_.end()) {
+      total -= bytes(*it->second);
+      refs_.erase(it);
+    }
+    ref_order_.erase(ref_order_.begin());
+  }
+  if (total > opt_.host_sets_bytes) return;  // too big to keep at all: read again when needed
+  refs_[i] = std::move(r);
+  ref_order_.push_back(i);
+}
+
+WorkerReply JudgeSession::hold(const std::vector<size_t>& ids) {
+  WorkerClient& worker = *worker_;
+  auto flag = [](const WorkerReply& r, const char* key) { return r.header.is_object() && r.header.value(key, false); };
+  WorkerReply ok;
+  ok.ok = true;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (worker.restarts() != held_by_) {  // a fresh worker keeps nothing yet (a dead one: see run_calls)
+      held_.clear();
+      held_by_ = worker.restarts();
+    }
+    bool full = false;
+    for (size_t i : ids) {
+      if (held_.count(i)) continue;
+      std::shared_ptr<const InputSet> s = set(i);
+      keep_reference(i, std::make_shared<const std::vector<Tensor>>(s->outputs));  // not the inputs
+      WorkerReply put = worker.put(static_cast<int64_t>(i), call_args(*s), std::max(opt_.timeout, std::chrono::milliseconds(600000)));
+      if (!put.ok && flag(put, "no_room")) {
+        full = true;
+        break;
+      }
+      if (!put.ok) return put;
+      if (worker.restarts() != held_by_) {  // the put restarted a dead worker: it holds this set only
+        held_.clear();
+        held_by_ = worker.restarts();
+      }
+      held_.insert(i);
+      sets_[i].reset();
+      remember(i, s);
+    }
+    if (!full && std::all_of(ids.begin(), ids.end(), [&](size_t i) { return held_.count(i) > 0; })) return ok;
+    if (full) {
+      // The device is full of earlier workloads' sets: drop them all, keep host copies of this
+      // workload's from now on (within the host budget), and put them again.
+      spdlog::debug("the worker's device is full; it drops every kept set");
+      WorkerReply d = worker.drop({}, opt_.timeout);
+      if (!d.ok) return d;
+      held_.clear();
+      evicted_.insert(ids.begin(), ids.end());
+    }
+  }
+  WorkerReply no;
+  no.verdict = Verdict::unavailable;
+  no.message = "the input sets of this workload do not fit on the device together";
+  return no;
 }
 
 CandidateEval JudgeSession::evaluate(const Candidate& c) {
@@ -308,16 +335,101 @@ CandidateEval JudgeSession::evaluate(const Candidate& c) {
   return judge(c, build_candidate(c, arch));
 }
 
+// A run: the sets it draws on, the set of each call (warm-up first), which calls' outputs come back
+// (their inputs checked too when `inputs`), and what a failure message calls it.
+struct JudgeSession::Run {
+  std::vector<size_t> sets, order;
+  int warmup = 0;
+  std::vector<char> fetch;
+  bool inputs = true;
+  std::string name;
+};
+
+// A timing run on workload k: calls in shuffled rounds over the K timing sets (each set once per
+// round, rounds in a fresh random order), and the calls whose outputs come back: all while their
+// bytes stay within fetch_bytes, else a random sample of that many (at least one). The worker
+// learns a call's set just before it and whether it is fetched just after it.
+JudgeSession::Run JudgeSession::timing_run(size_t k, int warmup, int iterations) {
+  Run r;
+  r.warmup = warmup;
+  r.name = "timing";
+  for (size_t j = 1; j <= timing_sets_[k]; ++j) r.sets.push_back(base_[k] + j);
+  const size_t calls = static_cast<size_t>(warmup + iterations);
+  while (r.order.size() < calls) {
+    std::vector<size_t> round = r.sets;
+    std::shuffle(round.begin(), round.end(), rng_);
+    r.order.insert(r.order.end(), round.begin(), round.end());
+  }
+  r.order.resize(calls);
+  const auto [in_bytes, out_bytes] = io_bytes(p_, *workloads_[k]);
+  const size_t fetched = std::clamp<size_t>(out_bytes ? opt_.fetch_bytes / out_bytes : calls, 1, calls);
+  r.fetch.assign(calls, 0);
+  std::fill(r.fetch.begin(), r.fetch.begin() + static_cast<long>(fetched), 1);
+  std::shuffle(r.fetch.begin(), r.fetch.end(), rng_);
+  r.inputs = in_bytes <= opt_.input_check_bytes;
+  return r;
+}
+
+bool JudgeSession::run_calls(const Workload& wl, const Run& run, WorkloadEval& w, TimingStats* timing) {
+  WorkerClient& worker = *worker_;
+  auto fail = [&](const WorkerReply& r, const std::string& when) {
+    w.verdict = r.verdict;
+    w.message = fmt::format("{}: {}", when, r.message);
+    return false;
+  };
+  std::vector<int64_t> ids(run.sets.begin(), run.sets.end());
+  const json start = {{"sets", ids}, {"calls", run.order.size()}, {"warmup", run.warmup}};
+  WorkerReply r;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    WorkerReply h = hold(run.sets);
+    if (!h.ok) return fail(h, run.name);
+    r = worker.start_run(start, opt_.timeout);
+    if (r.ok || !(r.header.is_object() && r.header.value("missing_set", false))) break;
+    held_by_ = -1;  // the worker restarted since the sets were put
+  }
+  if (!r.ok) return fail(r, run.name);
+  const size_t n = run.order.size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string when =
+        n == 1 ? run.name
+               : fmt::format("{}, call {} of {} ({})", run.name, i + 1, n, static_cast<int>(i) < run.warmup ? "warm-up" : "timed");
+    WorkerReply c = worker.in_run({{"op", "call"}, {"set", run.order[i]}}, opt_.timeout);
+    if (!c.ok) return fail(c, when);
+    const bool fetch = run.fetch[i] != 0;
+    WorkerReply a = worker.in_run({{"op", "after"}, {"fetch", fetch}, {"inputs", fetch && run.inputs}}, opt_.timeout);
+    if (!a.ok) return fail(a, when);
+    bool good = true;
+    if (a.header.contains("input_written")) {
+      w.verdict = Verdict::reward_hack;
+      w.message = fmt::format("{}: the candidate wrote into input '{}'", when,
+                              p_.def.inputs.at(a.header["input_written"].get<size_t>()).name);
+      good = false;
+    } else if (fetch) {
+      good = judge_outputs(a, p_, *reference(run.order[i]), wl.tolerance, w, when);
+    }
+    if (!good) {
+      if (i + 1 < n) worker.in_run({{"op", "abort"}}, opt_.timeout);  // the worker ends the run
+      else worker.in_run(nullptr, opt_.timeout);                      // its summary, unread
+      return false;
+    }
+  }
+  WorkerReply done = worker.in_run(nullptr, opt_.timeout);
+  if (!done.ok) return fail(done, run.name);
+  if (timing) {
+    *timing = summarize(done.header.at("samples_us").get<std::vector<double>>());
+    timing->activity = done.header.value("activity", std::vector<std::string>{});
+  }
+  return true;
+}
+
 CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) {
   prepare();
   CandidateEval ev;
   ev.target = opt_.target;
   ev.device = device();
   ev.build = build;
-  const auto& workloads = workloads_;
   WorkerClient& worker = *worker_;
   const EvalOptions& opt = opt_;
-  const Problem& p = p_;
   const int restarts_before = worker.restarts();
   if (!ev.build.ok) {
     std::string first;
@@ -331,85 +443,77 @@ CandidateEval JudgeSession::judge(const Candidate& c, const BuildResult& build) 
       if (e == std::string::npos) break;
       pos = e + 1;
     }
-    for (const Workload* w : workloads)
+    for (const Workload* w : workloads_)
       ev.workloads.push_back(
           failed(*w, Verdict::compile_error, one_line(first.empty() ? ev.build.log.substr(0, 300) : first)));
     return ev;
   }
   WorkerReply lr = worker.load(ev.build.library, opt.timeout);
   if (!lr.ok) {
-    for (const Workload* w : workloads) ev.workloads.push_back(failed(*w, lr.verdict, lr.message));
+    for (const Workload* w : workloads_) ev.workloads.push_back(failed(*w, lr.verdict, lr.message));
     return ev;
   }
-
-  for (size_t k = 0; k < workloads.size(); ++k) {
-    const Workload& wl = *workloads[k];
-    WorkloadEval w;
-    w.uuid = wl.uuid;
-    w.workload = wl.raw;
-    const OracleEntry& first = entries_[2 * k];
-    const OracleEntry& fresh = entries_[2 * k + 1];
-    if (!first.ok() || !fresh.ok()) {
-      w.verdict = Verdict::unavailable;
-      w.message = first.ok() ? fresh.error : first.error;
-      ev.workloads.push_back(std::move(w));
-      continue;
+  for (size_t k = 0; k < workloads_.size(); ++k) {
+    ev.workloads.push_back(judge_workload(k));
+    if (!opt.keep_sets) {  // --send-inputs: no set stays in the worker past its workload
+      std::vector<int64_t> ids;
+      for (size_t i = base_[k]; i <= base_[k] + timing_sets_[k] + 1; ++i) ids.push_back(static_cast<int64_t>(i));
+      if (worker.drop(ids, opt.timeout).ok)
+        for (int64_t i : ids) held_.erase(static_cast<size_t>(i));
     }
-    if (auto ms = first.reference_ms()) w.reference_us = *ms * 1000.0;
-    if (auto ms = first.compile_ms()) w.compile_us = *ms * 1000.0;
-    w.timings_borrowed = first.meta.contains("timings_from");
-    const json tol = {{"tolerance", tolerance_json(wl.tolerance)}};
-    std::shared_ptr<const InputSet> sent;  // the set, when it was sent with the call (compared here)
-    WorkerReply r1 = run_set(2 * k, "check", tol, &sent);
-    if (!check_reply(r1, p, sent.get(), wl.tolerance, w, "check")) {
-      ev.workloads.push_back(std::move(w));
-      continue;
-    }
-    if (opt.time) {
-      // One timing run of the worker; on failure the workload's verdict and message, nullopt.
-      auto time_run = [&](int warmup, int iterations) -> std::optional<TimingStats> {
-        WorkerReply r = run_set(2 * k, "time", {{"warmup", warmup}, {"iterations", iterations}});
-        if (!r.ok) {
-          w.verdict = r.verdict;
-          w.message = "timing: " + r.message;
-          return std::nullopt;
-        }
-        TimingStats t = summarize(r.header.at("samples_us").get<std::vector<double>>());
-        t.activity = r.header.value("activity", std::vector<std::string>{});
-        return t;
-      };
-      std::optional<TimingStats> best;
-      if (opt.cut_slow > 0 && w.reference_us && *w.reference_us >= opt.cut_min_reference_us)
-        if (auto t = time_run(1, 3); t && t->median_us > opt.cut_slow * *w.reference_us) {
-          t->attempts = 1;
-          t->cut = true;
-          best = t;
-        }
-      for (int attempt = 1; w.verdict == Verdict::passed && !(best && best->cut) && attempt <= opt.max_attempts; ++attempt) {
-        std::optional<TimingStats> t = time_run(opt.warmup, opt.iterations);
-        if (!t) break;
-        if (!best || t->spread < best->spread) best = t;
-        best->attempts = attempt;
-        if (t->spread <= opt.max_spread) break;
-      }
-      if (w.verdict != Verdict::passed) {
-        ev.workloads.push_back(std::move(w));
-        continue;
-      }
-      w.timing = best;
-    }
-    sent.reset();
-    WorkerReply r2 = run_set(2 * k + 1, "check", tol, &sent);
-    if (!check_reply(r2, p, sent.get(), wl.tolerance, w, "re-check on fresh inputs after timing")) {
-      ev.workloads.push_back(std::move(w));
-      continue;
-    }
-    ev.workloads.push_back(std::move(w));
   }
   ev.worker_restarts = worker.restarts() - restarts_before;
   ev.host_set_bytes = host_set_bytes();
   ev.sets_loaded_ahead = loaded_ahead_;
   return ev;
+}
+
+WorkloadEval JudgeSession::judge_workload(size_t k) {
+  const Workload& wl = *workloads_[k];
+  const EvalOptions& opt = opt_;
+  WorkloadEval w;
+  w.uuid = wl.uuid;
+  w.workload = wl.raw;
+  const size_t first = base_[k], fresh = base_[k] + timing_sets_[k] + 1;
+  for (size_t i = first; i <= fresh; ++i)
+    if (!entries_[i].ok()) {
+      w.verdict = Verdict::unavailable;
+      w.message = entries_[i].error;
+      return w;
+    }
+  if (auto ms = entries_[first].reference_ms()) w.reference_us = *ms * 1000.0;
+  if (auto ms = entries_[first].compile_ms()) w.compile_us = *ms * 1000.0;
+  w.timings_borrowed = entries_[first].meta.contains("timings_from");
+  auto single = [](size_t set, std::string name) {
+    Run r;
+    r.sets = r.order = {set};
+    r.fetch = {1};
+    r.name = std::move(name);
+    return r;
+  };
+  if (!run_calls(wl, single(first, "check"), w, nullptr)) return w;
+  if (opt.time) {
+    std::optional<TimingStats> best;
+    if (opt.cut_slow > 0 && w.reference_us && *w.reference_us >= opt.cut_min_reference_us) {
+      TimingStats t;
+      if (!run_calls(wl, timing_run(k, 1, 3), w, &t)) return w;
+      if (t.median_us > opt.cut_slow * *w.reference_us) {
+        t.attempts = 1;
+        t.cut = true;
+        best = t;
+      }
+    }
+    for (int attempt = 1; !(best && best->cut) && attempt <= opt.max_attempts; ++attempt) {
+      TimingStats t;
+      if (!run_calls(wl, timing_run(k, opt.warmup, opt.iterations), w, &t)) return w;
+      if (!best || t.spread < best->spread) best = t;
+      best->attempts = attempt;
+      if (t.spread <= opt.max_spread) break;
+    }
+    w.timing = best;
+  }
+  run_calls(wl, single(fresh, "re-check on fresh inputs after timing"), w, nullptr);
+  return w;
 }
 
 CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,

@@ -1,10 +1,18 @@
 // judge/evaluator.h — judges one candidate on a problem's workloads: build, then per workload in
-// a worker process: poisoned outputs, correctness against the oracle's reference (which stays in
-// the judge), bit-identical inputs, SOL-ExecBench timing (warm-up, L2 flush, CUPTI span, median,
-// repeated while the spread is too wide), and a second correctness check on a fresh input set after
-// timing. Every outcome is a typed verdict; the evaluator survives any candidate. Host RAM: a
-// set the worker keeps is dropped here once sent; only sets sent with every call are cached, up
-// to EvalOptions::host_sets_bytes (the large attention/MoE sets are tens of GB per problem).
+// a worker process, through calls that all look alike to the candidate (judge/protocol.h): a check
+// call on the check set, timing runs (SOL-ExecBench's warm-up, L2 flush, CUPTI span, median,
+// repeated while the spread is too wide) whose calls rotate in a random order among several input
+// sets of their own, and a re-check on a fresh set after timing. The reference outputs stay here:
+// the worker returns the output bytes of the calls this judge picks (after each call, at random)
+// and they are compared here. Every outcome is a typed verdict; the evaluator survives any
+// candidate.
+//
+// Memory: a workload has 2 + K input sets (check, K timing sets, fresh), K = the timing calls of a
+// run, but at most rotation_bytes / (one set's input bytes) and max_rotation_sets, and at least 2.
+// The worker keeps the sets on the device (a set is dropped here once sent; when the device is
+// full the worker drops every set and this workload's are sent again). This process holds the
+// references it compares against, up to host_sets_bytes (then read again from the oracle's cache),
+// and host copies of sets only for --send-inputs or after a drop, within host_sets_bytes too.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -14,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +58,15 @@ struct EvalOptions {
   // Host RAM for input sets sent with every call (the worker had no room, or !keep_sets): kept
   // while their total stays under this, else loaded (and regenerated) again for each call.
   size_t host_sets_bytes = size_t{8} << 30;
+  // Timing sets per workload (see the header comment): device bytes of one workload's timing sets,
+  // and their number at most.
+  size_t rotation_bytes = size_t{1} << 30;
+  int max_rotation_sets = 64;
+  // Output bytes a timing run sends back: every call's outputs when they fit, else a random sample
+  // of calls (at least one) the candidate cannot foresee; their inputs are checked too when the
+  // inputs take at most input_check_bytes (else on the check calls only).
+  size_t fetch_bytes = size_t{256} << 20;
+  size_t input_check_bytes = size_t{64} << 20;
   std::filesystem::path log_dir;               // worker logs
   // Seconds the oracle may spend making a problem's input sets (0: its own limit, an hour): past it
   // the sets finished so far stay cached and the judge reports the rest as cut short
@@ -122,11 +140,20 @@ class JudgeSession {
   Oracle& oracle_;
   EvalOptions opt_;
   std::unique_ptr<WorkerClient> worker_;
-  std::vector<OracleEntry> entries_;                 // 2 per workload: check set, fresh set
-  // Host copies, parallel to entries_: only of sets sent with every call, within
-  // opt_.host_sets_bytes; a set the worker keeps is loaded for its put and then dropped.
+  // Per workload k: entries base_[k] (check set, seed), base_[k] + 1 .. + K (timing sets, seeds
+  // seed + 2 ..), base_[k] + K + 1 (fresh re-check set, seed + 1): the order the judge needs them.
+  std::vector<OracleEntry> entries_;
+  std::vector<size_t> base_, timing_sets_;
+  // Host copies, parallel to entries_: only of sets sent with every run (--send-inputs) or dropped
+  // by a full device, within opt_.host_sets_bytes; a set the worker keeps is dropped once put.
   std::vector<std::shared_ptr<const InputSet>> sets_;
-  std::set<size_t> unkept_;                          // sets the worker had no room to keep
+  std::set<size_t> evicted_;                         // sets the device had to drop
+  std::set<size_t> held_;                            // sets the current worker process keeps
+  int held_by_ = -1;                                 // worker_->restarts() when held_ was right
+  // Reference outputs by entry, within opt_.host_sets_bytes (oldest dropped first).
+  std::map<size_t, std::shared_ptr<const std::vector<Tensor>>> refs_;
+  std::vector<size_t> ref_order_;
+  std::mt19937_64 rng_{std::random_device{}()};      // call order and sampling: nothing the worker knows
   bool prepared_ = false;
   // Sets with regenerated inputs (018/019: a 1 GB random KV cache each) being loaded ahead, in a
   // thread each, while the worker runs the current one (see prefetch_after). Declared last: the
@@ -140,11 +167,16 @@ class JudgeSession {
   // After set i was needed by a worker that keeps sets: starts loading the next few sets after i
   // that regenerate inputs (the judge needs them in index order, each once per worker process).
   void prefetch_after(size_t i);
-  // One call on set i (mode "check" or "time"), through the worker's copy of the set when it
-  // keeps one (sent once per worker process), else with the set's bytes; then *sent (if given)
-  // is the set that was sent, which the reply's outputs are compared against.
-  WorkerReply run_set(size_t i, const std::string& mode, nlohmann::json extra,
-                      std::shared_ptr<const InputSet>* sent = nullptr);
+  // The reference outputs of set i (definition order).
+  std::shared_ptr<const std::vector<Tensor>> reference(size_t i);
+  void keep_reference(size_t i, std::shared_ptr<const std::vector<Tensor>> r);
+  // Makes the worker hold sets `ids` (puts those it lacks; a full device drops every set first).
+  WorkerReply hold(const std::vector<size_t>& ids);
+  struct Run;
+  // One run of calls (judge/protocol.h); false (and w filled) on any failure.
+  bool run_calls(const Workload& wl, const Run& run, WorkloadEval& w, TimingStats* timing);
+  Run timing_run(size_t k, int warmup, int iterations);
+  WorkloadEval judge_workload(size_t k);
 };
 
 CandidateEval evaluate(const Problem& p, const Candidate& c, const std::vector<const Workload*>& workloads, Oracle& oracle,

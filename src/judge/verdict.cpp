@@ -13,6 +13,7 @@ std::string_view verdict_name(Verdict v) {
     case Verdict::timeout: return "timeout";
     case Verdict::wrong_answer: return "wrong_answer";
     case Verdict::reward_hack: return "reward_hack";
+    case Verdict::out_of_bounds_write: return "out_of_bounds_write";
     case Verdict::unavailable: return "unavailable";
   }
   return "?";
@@ -26,7 +27,7 @@ std::string_view verdict_trace_status(Verdict v) {
     case Verdict::wrong_answer: return "INCORRECT_NUMERICAL";
     case Verdict::reward_hack: return "REWARD_HACK";
     case Verdict::unavailable: return "INVALID_REFERENCE";
-    default: return "RUNTIME_ERROR";
+    default: return "RUNTIME_ERROR";  // out_of_bounds_write too: upstream's harness would fault or corrupt
   }
 }
 

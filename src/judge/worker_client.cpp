@@ -15,7 +15,7 @@ using Clock = std::chrono::steady_clock;
 
 Verdict verdict_from(const std::string& s) {
   for (Verdict v : {Verdict::compile_error, Verdict::crash, Verdict::illegal_memory_access, Verdict::runtime_error,
-                    Verdict::timeout, Verdict::wrong_answer, Verdict::reward_hack, Verdict::unavailable})
+                    Verdict::timeout, Verdict::wrong_answer, Verdict::reward_hack, Verdict::out_of_bounds_write, Verdict::unavailable})
     if (verdict_name(v) == s) return v;
   return Verdict::runtime_error;
 }
@@ -94,9 +94,12 @@ WorkerReply WorkerClient::request(const json& header, const std::vector<std::pai
 WorkerReply WorkerClient::raw_request(const json& header, const std::vector<std::pair<const void*, size_t>>& payload,
                                       std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  std::string h = wire::encode_header(header);
-  bool sent = child_.write_all(h.data(), h.size());
-  for (const auto& [p, n] : payload) sent = sent && child_.write_all(p, n);
+  bool sent = true;
+  if (!header.is_null()) {  // null: only read the next reply
+    std::string h = wire::encode_header(header);
+    sent = child_.write_all(h.data(), h.size());
+    for (const auto& [p, n] : payload) sent = sent && child_.write_all(p, n);
+  }
   if (!sent) return died(false, timeout);
   unsigned char len[8];
   bool timed_out = false;
@@ -144,32 +147,28 @@ WorkerReply WorkerClient::put(int64_t set, const std::vector<CallArg>& args, std
                          {"output", a.output}, {"nbytes", a.output ? t.nbytes() : t.data.size()}});
     if (!a.output) payload.emplace_back(t.data.data(), t.data.size());
   }
-  for (const auto& a : args)  // the reference outputs follow the inputs
-    if (a.output) payload.emplace_back(a.tensor->data.data(), a.tensor->data.size());
   return request(h, payload, timeout);
 }
 
-WorkerReply WorkerClient::run_kept(const std::string& mode, json extra, std::chrono::milliseconds timeout) {
-  extra["op"] = "run";
-  extra["mode"] = mode;
-  return request(extra, {}, timeout);
+WorkerReply WorkerClient::drop(const std::vector<int64_t>& sets, std::chrono::milliseconds timeout) {
+  json h = {{"op", "drop"}};
+  if (!sets.empty()) h["sets"] = sets;
+  return request(h, {}, timeout);
 }
 
-WorkerReply WorkerClient::run(const std::string& mode, const std::vector<CallArg>& args, json extra,
-                              std::chrono::milliseconds timeout) {
-  json h = std::move(extra);
-  h["op"] = "run";
-  h["mode"] = mode;
-  h["args"] = json::array();
-  std::vector<std::pair<const void*, size_t>> payload;
-  for (const auto& a : args) {
-    const Tensor& t = *a.tensor;
-    size_t nbytes = a.output ? t.nbytes() : t.data.size();
-    h["args"].push_back({{"dtype", static_cast<int>(t.dtype)}, {"shape", t.shape}, {"scalar", t.scalar},
-                         {"output", a.output}, {"nbytes", nbytes}});
-    if (!a.output) payload.emplace_back(t.data.data(), t.data.size());
+WorkerReply WorkerClient::start_run(json header, std::chrono::milliseconds timeout) {
+  header["op"] = "run";
+  return request(header, {}, timeout);
+}
+
+WorkerReply WorkerClient::in_run(const json& header, std::chrono::milliseconds timeout) {
+  if (!child_.running()) {
+    WorkerReply r;
+    r.verdict = Verdict::crash;
+    r.message = "the worker is gone";
+    return r;
   }
-  return request(h, payload, timeout);
+  return raw_request(header, {}, timeout);
 }
 
 }  // namespace ka

@@ -37,14 +37,16 @@ class WorkerClient {
   // target cannot run here (e.g. no GPU).
   const nlohmann::json& hello();
   WorkerReply load(const std::filesystem::path& library, std::chrono::milliseconds timeout);
-  WorkerReply run(const std::string& mode, const std::vector<CallArg>& args, nlohmann::json extra,
-                  std::chrono::milliseconds timeout);
-  // Keeps an input set in the worker under `set` (op "put": inputs, then the reference outputs'
-  // bytes). A refusal for want of device memory comes back with header "no_room".
+  // Keeps an input set in the worker under `set` (op "put": the inputs' bytes; outputs travel as
+  // dtype and shape only). A refusal for want of device memory comes back with header "no_room".
   WorkerReply put(int64_t set, const std::vector<CallArg>& args, std::chrono::milliseconds timeout);
-  // A run on a kept set (header "set" in `extra`); a worker that does not hold it (e.g. a fresh
-  // one after a crash) answers with header "missing_set".
-  WorkerReply run_kept(const std::string& mode, nlohmann::json extra, std::chrono::milliseconds timeout);
+  // Frees kept sets (all of them when `sets` is empty).
+  WorkerReply drop(const std::vector<int64_t>& sets, std::chrono::milliseconds timeout);
+  // Starts a run (op "run"; a fresh worker is started and the candidate reloaded if needed).
+  WorkerReply start_run(nlohmann::json header, std::chrono::milliseconds timeout);
+  // A message inside a run ("call", "after"; a null header only reads the run's final summary):
+  // never restarts the worker, whose death is this run's failure.
+  WorkerReply in_run(const nlohmann::json& header, std::chrono::milliseconds timeout);
   // Asks the worker to measure the device's ceilings (op "calibrate"; reply header "calibration").
   WorkerReply calibrate(const nlohmann::json& request, std::chrono::milliseconds timeout);
   void stop();

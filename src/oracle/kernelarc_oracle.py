@@ -1090,20 +1090,21 @@ def _time_cuda_profiler(fn, values, flush, iterations):
     return split_trace(events, iterations)
 
 
+def _event_timed_call(fn, values, flush):
+    """One call of fn on fresh copies of the values after flushing L2, timed by CUDA events (ms)."""
+    args = _clone_args(values)
+    flush.zero_()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn(*args)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end)
+
+
 def _time_cuda_events(fn, values, flush, iterations):
-    samples = []
-    for _ in range(iterations):
-        args = _clone_args(values)
-        flush.zero_()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        end.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(end))
-        del args
-    return samples
+    return [_event_timed_call(fn, values, flush) for _ in range(iterations)]
 
 
 def time_cuda(fn, values, device, prior=None, compiled=False):
@@ -1115,15 +1116,7 @@ def time_cuda(fn, values, device, prior=None, compiled=False):
     torch.cuda.synchronize()
 
     def call():
-        args = _clone_args(values)
-        flush.zero_()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end)
+        return _event_timed_call(fn, values, flush)
 
     info = {"flush_bytes": flush.numel()}
     samples, call_s = _warm(call, prior, compiled, "cuda-events", info)
@@ -1182,162 +1175,168 @@ def _causal_pairs(sq, skv):
     return full * (full + 1) // 2 + max(0, sq - skv) * skv
 
 
-def _make_counter():
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils.flop_counter import flop_registry, sdpa_flop_count
+class _SolCounting:
+    """The counting of SolCounter (see _make_counter): FLOPs by dtype and op, elementwise FLOPs, and
+    the rows of each input that the reference reads."""
 
-    class SolCounter(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.matrix = {}      # dtype name -> FLOPs
-            self.by_op = {}       # op name -> FLOPs (matrix and elementwise)
-            self.elementwise = 0
-            self.notes = []
-            # Row reads (see "Bytes" above): storage address -> (input index, first row, bytes per
-            # row, byte offset of row 0, the storage kept alive so that its address is not reused).
-            self.storages = {}
-            self.touched = {}     # input index -> bool tensor over its rows (CPU)
+    def __init__(self):
+        super().__init__()
+        self.matrix = {}      # dtype name -> FLOPs
+        self.by_op = {}       # op name -> FLOPs (matrix and elementwise)
+        self.elementwise = 0
+        self.notes = []
+        # Row reads (see "Bytes" above): storage address -> (input index, first row, bytes per
+        # row, byte offset of row 0, the storage kept alive so that its address is not reused).
+        self.storages = {}
+        self.touched = {}     # input index -> bool tensor over its rows (CPU)
 
-        def track_inputs(self, args):
-            for i, t in enumerate(args):
-                if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.numel() > 0 and t.stride(0) > 0:
-                    st = t.untyped_storage()
-                    self.storages[st.data_ptr()] = (i, 0, t.stride(0) * t.element_size(),
-                                                    t.storage_offset() * t.element_size(), st)
-                    self.touched[i] = torch.zeros(t.shape[0], dtype=torch.bool)
+    def track_inputs(self, args):
+        for i, t in enumerate(args):
+            if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.numel() > 0 and t.stride(0) > 0:
+                st = t.untyped_storage()
+                self.storages[st.data_ptr()] = (i, 0, t.stride(0) * t.element_size(),
+                                                t.storage_offset() * t.element_size(), st)
+                self.touched[i] = torch.zeros(t.shape[0], dtype=torch.bool)
 
-        def _window(self, t):
-            """(input index, first row, end row, whether t's dim 0 runs along those rows) of the
-            input rows t's memory spans, or None when t is no input's."""
-            if t.numel() == 0:
-                return None
-            try:
-                reg = self.storages.get(t.untyped_storage().data_ptr())
-            except Exception:
-                return None
-            if reg is None:
-                return None
-            i, base, row_bytes, off0, _ = reg
-            es = t.element_size()
-            off = t.storage_offset() * es - off0
-            span = (sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride())) + 1) * es
-            first, end = off // row_bytes, (off + span - 1) // row_bytes + 1
-            aligned = t.dim() >= 1 and t.stride(0) * es == row_bytes and off % row_bytes == 0
-            return i, base + first, base + end, aligned
+    def _window(self, t):
+        """(input index, first row, end row, whether t's dim 0 runs along those rows) of the
+        input rows t's memory spans, or None when t is no input's."""
+        if t.numel() == 0:
+            return None
+        try:
+            reg = self.storages.get(t.untyped_storage().data_ptr())
+        except Exception:
+            return None
+        if reg is None:
+            return None
+        i, base, row_bytes, off0, _ = reg
+        es = t.element_size()
+        off = t.storage_offset() * es - off0
+        span = (sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride())) + 1) * es
+        first, end = off // row_bytes, (off + span - 1) // row_bytes + 1
+        aligned = t.dim() >= 1 and t.stride(0) * es == row_bytes and off % row_bytes == 0
+        return i, base + first, base + end, aligned
 
-        def _read(self, w):
-            i, first, end, _ = w
-            rows = self.touched[i]
-            rows[max(first, 0):min(end, rows.numel())] = True
+    def _read(self, w):
+        i, first, end, _ = w
+        rows = self.touched[i]
+        rows[max(first, 0):min(end, rows.numel())] = True
 
-        def _track(self, func, name, args, leaves, out):
-            if getattr(func, "is_view", False) or not self.storages:
+    def _track(self, func, name, args, leaves, out):
+        if getattr(func, "is_view", False) or not self.storages:
+            return
+        wins = [(a, self._window(a)) for a in leaves]
+        if not any(w for _, w in wins):
+            return
+        src = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        ws = self._window(src) if src is not None else None
+        gathered = None
+        if ws and ws[3]:
+            if name == "index" and len(args) > 1 and args[1] and isinstance(args[1][0], torch.Tensor):
+                gathered = args[1][0]
+            elif name == "index_select" and len(args) > 2 and int(args[1]) == 0:
+                gathered = args[2]
+            elif name == "embedding" and len(args) > 1:
+                gathered = args[1]
+            if gathered is not None and gathered.dtype in (torch.bool, torch.uint8):
+                gathered = None
+            if name in ("_to_copy", "clone") and isinstance(out, torch.Tensor) and out.dim() >= 1 and \
+                    out.shape[0] == src.shape[0] and out.stride(0) > 0:
+                st = out.untyped_storage()
+                self.storages[st.data_ptr()] = (ws[0], ws[1], out.stride(0) * out.element_size(),
+                                                out.storage_offset() * out.element_size(), st)
                 return
-            wins = [(a, self._window(a)) for a in leaves]
-            if not any(w for _, w in wins):
-                return
-            src = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            ws = self._window(src) if src is not None else None
-            gathered = None
-            if ws and ws[3]:
-                if name == "index" and len(args) > 1 and args[1] and isinstance(args[1][0], torch.Tensor):
-                    gathered = args[1][0]
-                elif name == "index_select" and len(args) > 2 and int(args[1]) == 0:
-                    gathered = args[2]
-                elif name == "embedding" and len(args) > 1:
-                    gathered = args[1]
-                if gathered is not None and gathered.dtype in (torch.bool, torch.uint8):
-                    gathered = None
-                if name in ("_to_copy", "clone") and isinstance(out, torch.Tensor) and out.dim() >= 1 and \
-                        out.shape[0] == src.shape[0] and out.stride(0) > 0:
-                    st = out.untyped_storage()
-                    self.storages[st.data_ptr()] = (ws[0], ws[1], out.stride(0) * out.element_size(),
-                                                    out.storage_offset() * out.element_size(), st)
-                    return
-            for a, w in wins:
-                if not w:
-                    continue
-                if a is src and gathered is not None:
-                    idx = gathered.detach().flatten().to("cpu", torch.long) % max(src.shape[0], 1)
-                    rows = self.touched[w[0]]
-                    idx = idx + w[1]
-                    rows[idx[(idx >= 0) & (idx < rows.numel())]] = True
-                else:
-                    self._read(w)
-
-        def input_bytes(self, values, names):
-            """Bytes charged for the inputs (see "Bytes" above), and notes on the partial ones."""
-            total, notes = 0, []
-            for i, v in enumerate(values):
-                if not isinstance(v, torch.Tensor):
-                    continue
-                full = v.numel() * v.element_size()
-                rows = self.touched.get(i)
-                if rows is None or not bool(rows.any()):
-                    total += full
-                    continue
-                n = int(rows.sum())
-                total += full * n // rows.numel()
-                if n < rows.numel():
-                    name = names[i] if i < len(names) else f"input {i}"
-                    notes.append(f"{name}: {n} of {rows.numel()} rows read")
-            return total, notes
-
-        def _add(self, dtype, op, n):
-            self.matrix[dtype] = self.matrix.get(dtype, 0) + int(n)
-            self.by_op[op] = self.by_op.get(op, 0) + int(n)
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            out = func(*args, **kwargs)
-            try:
-                self._count(func, args, kwargs, out)
-            except Exception as e:  # counting must never break the reference
-                self.notes.append(f"cannot count {func}: {exc_text(e)[:200]}")
-            return out
-
-        def _count(self, func, args, kwargs, out):
-            packet = func.overloadpacket
-            name = packet.__name__
-            tensors = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
-            try:
-                self._track(func, name, args, tensors, out)
-            except Exception as e:
-                self.notes.append(f"cannot follow the reads of {func}: {exc_text(e)[:200]}")
-            dtype = torch_dtype_name(tensors[0].dtype) if tensors else "float32"
-            if name in _SDPA_OPS:
-                q, k, v = args[0], args[1], args[2]
-                named = {a.name: a for a in func._schema.arguments}
-                causal = False
-                names = [a.name for a in func._schema.arguments]
-                if "is_causal" in names:
-                    i = names.index("is_causal")
-                    causal = bool(kwargs["is_causal"]) if "is_causal" in kwargs else (
-                        bool(args[i]) if i < len(args) else bool(named["is_causal"].default_value or False))
-                flops = sdpa_flop_count(tuple(q.shape), tuple(k.shape), tuple(v.shape))
-                if causal:
-                    sq, skv = q.shape[-2], k.shape[-2]
-                    flops = flops * _causal_pairs(sq, skv) // (sq * skv)
-                self._add(dtype, name + (" (causal)" if causal else ""), flops)
-                return
-            if packet in flop_registry:
-                self._add(dtype, name, flop_registry[packet](*args, **kwargs, out_val=out))
-                return
-            tags = set(func.tags)
-            outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
-            if torch.Tag.pointwise in tags:
-                if name in ("copy", "copy_", "_to_copy", "clone", "fill", "fill_", "zero_", "zeros_like", "ones_like"):
-                    return
-                n = sum(o.numel() for o in outs)
-            elif torch.Tag.reduction in tags or name in _SOFTMAX_LIKE:
-                n = max([t.numel() for t in tensors] or [0])
+        for a, w in wins:
+            if not w:
+                continue
+            if a is src and gathered is not None:
+                idx = gathered.detach().flatten().to("cpu", torch.long) % max(src.shape[0], 1)
+                rows = self.touched[w[0]]
+                idx = idx + w[1]
+                rows[idx[(idx >= 0) & (idx < rows.numel())]] = True
             else:
-                return
-            if n:
-                self.elementwise += int(n)
-                self.by_op[name] = self.by_op.get(name, 0) + int(n)
+                self._read(w)
 
-    return SolCounter
+    def input_bytes(self, values, names):
+        """Bytes charged for the inputs (see "Bytes" above), and notes on the partial ones."""
+        total, notes = 0, []
+        for i, v in enumerate(values):
+            if not isinstance(v, torch.Tensor):
+                continue
+            full = v.numel() * v.element_size()
+            rows = self.touched.get(i)
+            if rows is None or not bool(rows.any()):
+                total += full
+                continue
+            n = int(rows.sum())
+            total += full * n // rows.numel()
+            if n < rows.numel():
+                name = names[i] if i < len(names) else f"input {i}"
+                notes.append(f"{name}: {n} of {rows.numel()} rows read")
+        return total, notes
+
+    def _add(self, dtype, op, n):
+        self.matrix[dtype] = self.matrix.get(dtype, 0) + int(n)
+        self.by_op[op] = self.by_op.get(op, 0) + int(n)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        try:
+            self._count(func, args, kwargs, out)
+        except Exception as e:  # counting must never break the reference
+            self.notes.append(f"cannot count {func}: {exc_text(e)[:200]}")
+        return out
+
+    def _count(self, func, args, kwargs, out):
+        from torch.utils.flop_counter import flop_registry, sdpa_flop_count
+
+        packet = func.overloadpacket
+        name = packet.__name__
+        tensors = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        try:
+            self._track(func, name, args, tensors, out)
+        except Exception as e:
+            self.notes.append(f"cannot follow the reads of {func}: {exc_text(e)[:200]}")
+        dtype = torch_dtype_name(tensors[0].dtype) if tensors else "float32"
+        if name in _SDPA_OPS:
+            q, k, v = args[0], args[1], args[2]
+            named = {a.name: a for a in func._schema.arguments}
+            causal = False
+            names = [a.name for a in func._schema.arguments]
+            if "is_causal" in names:
+                i = names.index("is_causal")
+                causal = bool(kwargs["is_causal"]) if "is_causal" in kwargs else (
+                    bool(args[i]) if i < len(args) else bool(named["is_causal"].default_value or False))
+            flops = sdpa_flop_count(tuple(q.shape), tuple(k.shape), tuple(v.shape))
+            if causal:
+                sq, skv = q.shape[-2], k.shape[-2]
+                flops = flops * _causal_pairs(sq, skv) // (sq * skv)
+            self._add(dtype, name + (" (causal)" if causal else ""), flops)
+            return
+        if packet in flop_registry:
+            self._add(dtype, name, flop_registry[packet](*args, **kwargs, out_val=out))
+            return
+        tags = set(func.tags)
+        outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+        if torch.Tag.pointwise in tags:
+            if name in ("copy", "copy_", "_to_copy", "clone", "fill", "fill_", "zero_", "zeros_like", "ones_like"):
+                return
+            n = sum(o.numel() for o in outs)
+        elif torch.Tag.reduction in tags or name in _SOFTMAX_LIKE:
+            n = max([t.numel() for t in tensors] or [0])
+        else:
+            return
+        if n:
+            self.elementwise += int(n)
+            self.by_op[name] = self.by_op.get(name, 0) + int(n)
+
+
+def _make_counter():
+    """The counter class: _SolCounting as a torch dispatch mode (torch is imported lazily)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    return type("SolCounter", (_SolCounting, TorchDispatchMode), {})
 
 
 def count_work(run_fn, values, defn):
@@ -1752,8 +1751,23 @@ def parse_args(argv):
     return args, jobs
 
 
-def main(argv=None):
+def open_device(name):
+    """Imports torch (into this module's global) and returns the device "cuda" (cuda:0, made
+    current) or "cpu" names; None, with a line on stderr, when CUDA is asked for but unusable."""
     global torch
+    import torch as _torch
+
+    torch = _torch
+    if name == "cuda" and not torch.cuda.is_available():
+        print("kernelarc_oracle: --device cuda but torch.cuda.is_available() is false", file=sys.stderr)
+        return None
+    device = torch.device("cuda:0" if name == "cuda" else "cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(0)
+    return device
+
+
+def main(argv=None):
     # Keep the real stdout for the per-job JSON lines; everything else written to fd 1
     # (reference prints, C++ libraries) goes to stderr.
     sys.stdout.flush()
@@ -1770,15 +1784,9 @@ def main(argv=None):
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
 
-    import torch as _torch
-
-    torch = _torch
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("kernelarc_oracle: --device cuda but torch.cuda.is_available() is false", file=sys.stderr)
+    device = open_device(args.device)
+    if device is None:
         return 2
-    device = torch.device("cuda:0" if args.device == "cuda" else "cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(0)
 
     refsrc = ReferenceSource(problem.definition["reference"])
     if args.command == "generate":

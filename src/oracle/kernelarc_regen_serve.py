@@ -72,15 +72,9 @@ def main():
     except ko.UsageError as e:
         print(f"kernelarc_oracle: {ko.one_line(str(e))}", file=sys.stderr)
         return 2
-    import torch
-
-    ko.torch = torch
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("kernelarc_oracle: --device cuda but torch.cuda.is_available() is false", file=sys.stderr)
+    device = ko.open_device(args.device)
+    if device is None:
         return 2
-    device = torch.device("cuda:0" if args.device == "cuda" else "cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(0)
     refsrc = ko.ReferenceSource(problem.definition["reference"])
     try:
         return serve(problem, refsrc, device, sys.stdin, replies)

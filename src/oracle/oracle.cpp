@@ -158,6 +158,177 @@ json Oracle::borrowed_timings(const std::string& key, bool tr, bool tc) const {
   return out;
 }
 
+namespace {
+
+// One oracle run of ensure(): makes the missing entries of one group (timed or untimed) and
+// publishes them into the cache.
+struct GroupRun {
+  const Problem& p;
+  const std::vector<OracleRequest>& reqs;
+  const std::vector<std::string>& keys;
+  const std::vector<json>& borrowed;
+  const fs::path& root;
+  const std::string& device;
+  double compile_budget_s, time_limit_s;
+  bool timings_only;
+  std::vector<OracleEntry>& out;
+
+  void run(const std::vector<size_t>& missing, bool tr, bool tc, std::chrono::milliseconds left);
+  // The oracle's command per process (the jobs are added by run()).
+  std::vector<std::vector<std::string>> commands(const std::vector<size_t>& missing, bool tr, bool tc) const;
+  // Why each process stopped early ("" for those that finished); UserError for a user's fault.
+  std::vector<std::string> stop_reasons(const std::vector<RunResult>& results, const fs::path& work, size_t done,
+                                        size_t missing) const;
+  // The finished job of request i: checked, made read-only and moved into the cache.
+  void publish(size_t i, const fs::path& job);
+};
+
+std::vector<std::vector<std::string>> GroupRun::commands(const std::vector<size_t>& missing, bool tr, bool tc) const {
+  // The untimed sets are made by several oracle processes at once (round robin, so large and small
+  // workloads mix): their cost is the host's (hashing and writing the inputs, Python), and nothing
+  // is timed while they run. The timed group stays one process, alone on the device, so that the
+  // reference's timing is not disturbed. KERNELARC_ORACLE_PROCS sets the number (default: 4 on
+  // cuda, 1 on cpu, where the references themselves take the cores).
+  size_t shards = 1;
+  if (!tr && !tc) {
+    std::vector<const Workload*> ws;
+    for (size_t i : missing) ws.push_back(reqs[i].workload);
+    shards = process_count(p, ws, device == "cuda" ? 4 : 1, "KERNELARC_ORACLE_PROCS");
+  }
+  std::vector<std::vector<std::string>> cmds(shards);
+  for (auto& cmd : cmds) {
+    cmd = {python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate", "--problem",
+           fs::absolute(p.dir).string(), "--device", device};
+    if (tr) cmd.push_back("--time-reference");
+    if (timings_only) cmd.push_back("--timings-only");
+    if (tc) {
+      cmd.push_back("--time-compile");
+      cmd.push_back("--compile-budget");
+      cmd.push_back(fmt::format("{}", compile_budget_s));
+    }
+  }
+  return cmds;
+}
+
+void GroupRun::run(const std::vector<size_t>& missing, bool tr, bool tc, std::chrono::milliseconds left) {
+  if (missing.empty()) return;
+  if (left < std::chrono::seconds(1)) {
+    for (size_t i : missing) {
+      out[i].error = fmt::format("not generated: the oracle's time limit of {:g} s was used up", time_limit_s);
+      out[i].stopped = true;
+    }
+    return;
+  }
+  fs::path work = make_temp_dir((root / "tmp-").string());
+  std::vector<std::vector<std::string>> cmds = commands(missing, tr, tc);
+  const size_t shards = cmds.size();
+  std::vector<size_t> shard_of(reqs.size(), 0);
+  for (size_t j = 0; j < missing.size(); ++j) {
+    const size_t i = missing[j];
+    fs::path job = work / keys[i];
+    fs::create_directories(job);
+    shard_of[i] = j % shards;
+    cmds[shard_of[i]].push_back("--job");
+    cmds[shard_of[i]].push_back(fmt::format("{}:{}:{}", reqs[i].workload->uuid, reqs[i].seed, job.string()));
+  }
+  spdlog::info("oracle: generating {} input set(s) for {} on {}{}{}", missing.size(), p.def.name, device,
+               tr ? (tc ? ", timing the reference eagerly and under torch.compile" : ", timing the reference") : "",
+               shards > 1 ? fmt::format(" ({} processes)", shards) : "");
+  // Progress: the oracle writes one JSON line per finished job.
+  std::mutex mu;
+  size_t done = 0;
+  auto progress = [&](std::string_view line) {
+    if (line.rfind("{\"uuid\"", 0) != 0) return;
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object()) return;
+    std::lock_guard lock(mu);
+    ++done;
+    spdlog::info("oracle: {}/{} {} {} in {:.1f} s", done, missing.size(), j.value("uuid", std::string("?")).substr(0, 8),
+                 j.value("ok", false) ? "done" : "failed", j.value("seconds", 0.0));
+  };
+  std::vector<std::future<RunResult>> runs;
+  for (const auto& cmd : cmds)
+    runs.push_back(std::async(std::launch::async, [&, cmd] { return run_command(cmd, left, {}, progress); }));
+  std::vector<RunResult> results;
+  for (auto& f : runs) results.push_back(f.get());
+  const std::vector<std::string> stopped = stop_reasons(results, work, done, missing.size());
+  for (size_t i : missing) {
+    fs::path job = work / keys[i];
+    const size_t sh = shard_of[i];
+    if (!stopped[sh].empty() && !fs::exists(job / "meta.json") && !fs::exists(job / "error.json")) {
+      out[i].error = stopped[sh];
+      out[i].stopped = results[sh].timed_out;
+      continue;
+    }
+    if (fs::exists(job / "error.json")) {
+      json e = json::parse(read_text(job / "error.json"), nullptr, false);
+      out[i].error = e.is_object() ? fmt::format("oracle {} failed: {}", e.value("stage", "?"), e.value("message", "?"))
+                                   : "oracle failed";
+      continue;
+    }
+    publish(i, job);
+  }
+  for (const auto& e : fs::directory_iterator(work)) {
+    ::chmod(e.path().c_str(), 0755);
+    for (const auto& f : fs::directory_iterator(e.path())) ::chmod(f.path().c_str(), 0644);
+  }
+  fs::remove_all(work);
+}
+
+// An oracle that stops early (time limit, crash) keeps the jobs it finished: each job's meta.json
+// (or error.json) is written last and atomically, so a job folder that has one is complete; the
+// others get an error naming why their process stopped.
+std::vector<std::string> GroupRun::stop_reasons(const std::vector<RunResult>& results, const fs::path& work, size_t done,
+                                                size_t missing) const {
+  std::vector<std::string> stopped(results.size());
+  for (size_t sh = 0; sh < results.size(); ++sh) {
+    const RunResult& rr = results[sh];
+    if (rr.ok()) continue;
+    auto last = output_tail(rr);
+    if (rr.exit_code == 2 && !rr.timed_out && rr.signal == 0) {
+      fs::remove_all(work);
+      user_error("oracle: {}", last);
+    }
+    std::string why = rr.timed_out ? fmt::format("time limit of {:g} s", time_limit_s)
+                      : rr.signal   ? fmt::format("signal {}", rr.signal)
+                                    : fmt::format("exit code {}", rr.exit_code);
+    stopped[sh] = fmt::format("the oracle stopped before finishing this workload ({}): {}", why, last);
+    spdlog::warn("oracle: stopped ({}) after {} of {} workload(s) of {}; the finished ones are kept", why, done, missing,
+                 p.def.name);
+  }
+  return stopped;
+}
+
+void GroupRun::publish(size_t i, const fs::path& job) {
+  json manifest = {{"key", keys[i]}, {"oracle_version", Oracle::version()}, {"device", device}, {"files", json::object()}};
+  for (const char* f : kFiles) {
+    if (timings_only && std::string_view(f) != "meta.json") continue;
+    if (!fs::exists(job / f)) {
+      out[i].error = "the oracle wrote an incomplete entry";
+      return;
+    }
+    manifest["files"][f] = sha256_file(job / f);
+  }
+  write_atomic(job / "manifest.json", manifest.dump(1));
+  make_read_only(job);
+  // Publish the entry atomically. Another process may be using an entry under the same key (it
+  // holds the same inputs: generation is seeded by the key's parts), so an existing entry is
+  // swapped out in one step (RENAME_EXCHANGE), never deleted first; the old one goes with `work`.
+  fs::path dst = root / keys[i];
+  if (::renameat2(AT_FDCWD, job.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) != 0) {
+    if (errno != EEXIST && errno != ENOTEMPTY)
+      throw std::runtime_error(fmt::format("cannot move oracle entry into the cache: {}", std::strerror(errno)));
+    ::chmod(job.c_str(), 0755);  // the directory entry of `job` changes in the exchange
+    if (::renameat2(AT_FDCWD, job.c_str(), AT_FDCWD, dst.c_str(), RENAME_EXCHANGE) != 0)
+      throw std::runtime_error(fmt::format("cannot swap oracle entry into the cache: {}", std::strerror(errno)));
+    ::chmod(dst.c_str(), 0555);
+  }
+  out[i].meta = json::parse(read_text(dst / "meta.json"));
+  if (!borrowed[i].is_null()) out[i].meta.update(borrowed[i]);
+}
+
+}  // namespace
+
 std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<OracleRequest>& reqs, bool time_reference,
                                         bool time_compile, bool timings_only) {
   const fs::path root = timings_only ? root_.parent_path() / "oracle-timings" : root_;
@@ -190,144 +361,14 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
   // One oracle process per group: the sets whose reference is timed, and those that are not; both
   // within one time limit.
   const auto deadline = std::chrono::steady_clock::now() + time_limit();
-  auto run_group = [&](const std::vector<size_t>& missing, bool tr, bool tc) {
-    if (missing.empty()) return;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left < std::chrono::seconds(1)) {
-      for (size_t i : missing) {
-        out[i].error = fmt::format("not generated: the oracle's time limit of {:g} s was used up", time_limit_s_);
-        out[i].stopped = true;
-      }
-      return;
-    }
-
-  // The untimed sets are made by several oracle processes at once (round robin, so large and small
-  // workloads mix): their cost is the host's (hashing and writing the inputs, Python), and nothing
-  // is timed while they run. The timed group stays one process, alone on the device, so that the
-  // reference's timing is not disturbed. KERNELARC_ORACLE_PROCS sets the number (default: 4 on
-  // cuda, 1 on cpu, where the references themselves take the cores).
-  size_t shards = 1;
-  if (!tr && !tc) {
-    std::vector<const Workload*> ws;
-    for (size_t i : missing) ws.push_back(reqs[i].workload);
-    shards = process_count(p, ws, device_ == "cuda" ? 4 : 1, "KERNELARC_ORACLE_PROCS");
-  }
-  fs::path work = make_temp_dir((root / "tmp-").string());
-  std::vector<std::vector<std::string>> cmds(shards);
-  for (auto& cmd : cmds) {
-    cmd = {python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate", "--problem",
-           fs::absolute(p.dir).string(), "--device", device_};
-    if (tr) cmd.push_back("--time-reference");
-    if (timings_only) cmd.push_back("--timings-only");
-    if (tc) {
-      cmd.push_back("--time-compile");
-      cmd.push_back("--compile-budget");
-      cmd.push_back(fmt::format("{}", compile_budget_s_));
-    }
-  }
-  std::vector<size_t> shard_of(reqs.size(), 0);
-  for (size_t j = 0; j < missing.size(); ++j) {
-    const size_t i = missing[j];
-    fs::path job = work / keys[i];
-    fs::create_directories(job);
-    shard_of[i] = j % shards;
-    cmds[shard_of[i]].push_back("--job");
-    cmds[shard_of[i]].push_back(fmt::format("{}:{}:{}", reqs[i].workload->uuid, reqs[i].seed, job.string()));
-  }
-  spdlog::info("oracle: generating {} input set(s) for {} on {}{}{}", missing.size(), p.def.name, device_,
-               tr ? (tc ? ", timing the reference eagerly and under torch.compile" : ", timing the reference") : "",
-               shards > 1 ? fmt::format(" ({} processes)", shards) : "");
-  // Progress: the oracle writes one JSON line per finished job.
-  std::mutex mu;
-  size_t done = 0;
-  auto progress = [&](std::string_view line) {
-    if (line.rfind("{\"uuid\"", 0) != 0) return;
-    json j = json::parse(line, nullptr, false);
-    if (!j.is_object()) return;
-    std::lock_guard lock(mu);
-    ++done;
-    spdlog::info("oracle: {}/{} {} {} in {:.1f} s", done, missing.size(), j.value("uuid", std::string("?")).substr(0, 8),
-                 j.value("ok", false) ? "done" : "failed", j.value("seconds", 0.0));
-  };
-  std::vector<std::future<RunResult>> runs;
-  for (const auto& cmd : cmds)
-    runs.push_back(std::async(std::launch::async, [&, cmd] { return run_command(cmd, left, {}, progress); }));
-  std::vector<RunResult> results;
-  for (auto& f : runs) results.push_back(f.get());
-  // An oracle that stops early (time limit, crash) keeps the jobs it finished: each job's
-  // meta.json (or error.json) is written last and atomically, so a job folder that has one is
-  // complete; the others get an error naming why their process stopped.
-  std::vector<std::string> stopped(shards);
-  for (size_t sh = 0; sh < shards; ++sh) {
-    const RunResult& rr = results[sh];
-    if (rr.ok()) continue;
-    auto last = output_tail(rr);
-    if (rr.exit_code == 2 && !rr.timed_out && rr.signal == 0) {
-      fs::remove_all(work);
-      user_error("oracle: {}", last);
-    }
-    std::string why = rr.timed_out ? fmt::format("time limit of {:g} s", time_limit_s_)
-                      : rr.signal   ? fmt::format("signal {}", rr.signal)
-                                    : fmt::format("exit code {}", rr.exit_code);
-    stopped[sh] = fmt::format("the oracle stopped before finishing this workload ({}): {}", why, last);
-    spdlog::warn("oracle: stopped ({}) after {} of {} workload(s) of {}; the finished ones are kept", why, done,
-                 missing.size(), p.def.name);
-  }
-  for (size_t i : missing) {
-    fs::path job = work / keys[i];
-    const size_t sh = shard_of[i];
-    if (!stopped[sh].empty() && !fs::exists(job / "meta.json") && !fs::exists(job / "error.json")) {
-      out[i].error = stopped[sh];
-      out[i].stopped = results[sh].timed_out;
-      continue;
-    }
-    if (fs::exists(job / "error.json")) {
-      json e = json::parse(read_text(job / "error.json"), nullptr, false);
-      out[i].error = e.is_object() ? fmt::format("oracle {} failed: {}", e.value("stage", "?"), e.value("message", "?"))
-                                   : "oracle failed";
-      continue;
-    }
-    json manifest = {{"key", keys[i]}, {"oracle_version", version()}, {"device", device_}, {"files", json::object()}};
-    bool complete = true;
-    for (const char* f : kFiles) {
-      if (timings_only && std::string_view(f) != "meta.json") continue;
-      if (!fs::exists(job / f)) {
-        complete = false;
-        break;
-      }
-      manifest["files"][f] = sha256_file(job / f);
-    }
-    if (!complete) {
-      out[i].error = "the oracle wrote an incomplete entry";
-      continue;
-    }
-    write_atomic(job / "manifest.json", manifest.dump(1));
-    make_read_only(job);
-    // Publish the entry atomically. Another process may be using an entry under the same key (it
-    // holds the same inputs: generation is seeded by the key's parts), so an existing entry is
-    // swapped out in one step (RENAME_EXCHANGE), never deleted first; the old one goes with `work`.
-    fs::path dst = root / keys[i];
-    if (::renameat2(AT_FDCWD, job.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) != 0) {
-      if (errno != EEXIST && errno != ENOTEMPTY)
-        throw std::runtime_error(fmt::format("cannot move oracle entry into the cache: {}", std::strerror(errno)));
-      ::chmod(job.c_str(), 0755);  // the directory entry of `job` changes in the exchange
-      if (::renameat2(AT_FDCWD, job.c_str(), AT_FDCWD, dst.c_str(), RENAME_EXCHANGE) != 0)
-        throw std::runtime_error(fmt::format("cannot swap oracle entry into the cache: {}", std::strerror(errno)));
-      ::chmod(dst.c_str(), 0555);
-    }
-    out[i].meta = json::parse(read_text(dst / "meta.json"));
-    if (!borrowed[i].is_null()) out[i].meta.update(borrowed[i]);
-  }
-  for (const auto& e : fs::directory_iterator(work)) {
-    ::chmod(e.path().c_str(), 0755);
-    for (const auto& f : fs::directory_iterator(e.path())) ::chmod(f.path().c_str(), 0644);
-  }
-  fs::remove_all(work);
+  auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   };
   std::vector<size_t> timed, untimed;
   for (size_t i : missing) (reqs[i].timed && borrowed[i].is_null() ? timed : untimed).push_back(i);
-  run_group(timed, time_reference, time_compile);
-  run_group(untimed, false, false);
+  GroupRun g{p, reqs, keys, borrowed, root, device_, compile_budget_s_, time_limit_s_, timings_only, out};
+  g.run(timed, time_reference, time_compile, left());
+  g.run(untimed, false, false, left());
   return out;
 }
 

@@ -32,6 +32,16 @@ struct OracleEntry {
   std::optional<double> compile_ms() const;  // torch.compile'd reference (time_compile)
 };
 
+// The reference captured as an operator graph (src/oracle/capture.py, docs/graph-format.md).
+struct CaptureResult {
+  bool captured = false;
+  std::filesystem::path dir;  // holds graph.json (and constants.safetensors) when captured
+  nlohmann::json summary;     // capture.py's result line: {"captured", "nodes", "ops", ...} or
+                              // {"captured": false, "reason", "op", "source"}
+  bool cached = false;        // read from the cache, not traced by this call
+  std::string reason() const { return summary.value("reason", std::string()); }
+};
+
 struct OracleRequest {
   const Workload* workload;
   uint64_t seed;
@@ -72,6 +82,14 @@ class Oracle {
   // key() without the device: the bounds cache's key.
   std::string count_key(const Problem& p, const Workload& w) const;
   static std::string version();
+  // The reference's operator graph: runs capture.py once per (definition, capture code) and keeps
+  // the folder under cache_root()/graphs/<key> (read-only, like the oracle's entries). A reference
+  // that cannot be captured is cached too (captured=false, summary says why: op, source line); a
+  // capture that crashed or ran past its time limit is not cached and reads as not captured.
+  CaptureResult capture(const Problem& p) const;
+  std::string capture_key(const Problem& p) const;
+  // Hash of the capture code (capture*.py) and the oracle it builds on: part of capture_key.
+  static std::string capture_version();
   // Wall-clock seconds one oracle run (one problem) may spend compiling and timing torch.compile;
   // workloads past it get compile_timing {"skipped": ...} and are redone by a later ensure().
   void set_compile_budget(double seconds) { compile_budget_s_ = seconds; }

@@ -10,38 +10,12 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/hash.h"
+#include "util/json.h"
 
 namespace ka {
 namespace {
 
 using json = nlohmann::ordered_json;  // keeps object keys in file order
-
-// Line:column of a byte offset, for JSON syntax errors.
-std::string line_col(std::string_view text, size_t byte) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("line {}, column {}", line, col);
-}
-
-json parse_json(std::string_view text, const std::string& where) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string msg = e.what();
-    auto p = msg.find("parse error");
-    if (p != std::string::npos) msg = msg.substr(p);
-    user_error("{}: malformed JSON at {}: {}", where, line_col(text, e.byte > 0 ? e.byte - 1 : 0), one_line(msg));
-  } catch (const json::exception& e) {  // e.g. out_of_range 406: a number like 1e999 overflows a double
-    user_error("{}: malformed JSON: {}", where, one_line(e.what()));
-  }
-}
 
 const json& field(const json& j, const char* key, const std::string& where, const std::string& path) {
   if (!j.is_object() || !j.contains(key)) user_error("{}: missing field '{}{}'", where, path, key);
@@ -320,13 +294,13 @@ Definition parse_definition(const json& j, const std::string& where) {
 }
 
 Definition parse_definition_text(std::string_view text, const std::string& where) {
-  return parse_definition(parse_json(text, where), where);
+  return parse_definition(parse_user_json(text, where), where);
 }
 
 Workload parse_workload_line(const Definition& def, std::string_view line, const std::string& file, int line_no,
                              const std::filesystem::path& dir) {
   std::string where = fmt::format("{}:{}", file, line_no);
-  json j = parse_json(line, where);
+  json j = parse_user_json(line, where);
   if (!j.is_object()) user_error("{}: a workload must be a JSON object", where);
   Workload w;
   w.raw = nlohmann::json(j);
@@ -497,6 +471,36 @@ std::vector<std::filesystem::path> find_problem_dirs(const std::filesystem::path
     }
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<const Workload*> select_workloads(const Problem& p, const std::string& sel) {
+  std::vector<const Workload*> out;
+  if (sel.empty()) {
+    for (const auto& w : p.workloads) out.push_back(&w);
+    return out;
+  }
+  if (sel.find_first_not_of("0123456789") == std::string::npos) {
+    size_t n = std::stoul(sel);
+    if (n == 0) user_error("--workloads {}: need at least one", sel);
+    for (size_t i = 0; i < std::min(n, p.workloads.size()); ++i) out.push_back(&p.workloads[i]);
+    return out;
+  }
+  size_t start = 0;
+  while (start <= sel.size()) {
+    size_t end = sel.find(',', start);
+    std::string id = sel.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const Workload* hit = nullptr;
+    for (const auto& w : p.workloads)
+      if (!id.empty() && w.uuid.rfind(id, 0) == 0) {
+        if (hit) user_error("--workloads: '{}' matches more than one workload uuid", id);
+        hit = &w;
+      }
+    if (!hit) user_error("--workloads: no workload uuid starts with '{}'", id);
+    out.push_back(hit);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
   return out;
 }
 

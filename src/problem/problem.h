@@ -93,5 +93,8 @@ void require_inputs_available(const Problem& p, const Workload& w);
 std::vector<int64_t> resolve_shape(const TensorDef& t, const Workload& w);
 // Finds problem folders (those holding a definition.json) at or below `root`, sorted.
 std::vector<std::filesystem::path> find_problem_dirs(const std::filesystem::path& root);
+// The workloads a `--workloads` selection names: "" every one; a number N the first N; else a
+// comma list of uuid prefixes, each matching exactly one workload (UserError otherwise).
+std::vector<const Workload*> select_workloads(const Problem& p, const std::string& sel);
 
 }  // namespace ka

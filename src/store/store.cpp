@@ -644,6 +644,14 @@ int64_t Store::record_measurement(const Measurement& m) {
   return id;
 }
 
+void Store::record_judged(const std::optional<CandidateRecord>& c, std::vector<Measurement>& ms) {
+  require_judge(*this, "record_judged");
+  Txn t(db_, "record_judged");
+  if (c) record_candidate(*c);
+  for (auto& m : ms) m.id = record_measurement(m);
+  t.commit();
+}
+
 void Store::record_budget_move(const BudgetMove& m) {
   require_judge(*this, "record_budget_move");
   Stmt s(db_, "INSERT INTO budget_log (agent, share_before, share_after, reason) VALUES (?1, ?2, ?3, ?4)",
@@ -844,9 +852,9 @@ std::vector<Finding> Store::findings(const std::string& op_type) const {
 }
 
 std::vector<BudgetMove> Store::budget_moves() const {
-  Stmt s(db_, "SELECT agent, share_before, share_after, reason FROM budget_log ORDER BY id", "budget_moves");
+  Stmt s(db_, "SELECT agent, share_before, share_after, reason, created_at FROM budget_log ORDER BY id", "budget_moves");
   std::vector<BudgetMove> out;
-  while (s.step()) out.push_back({s.col_text(0), s.col_real(1), s.col_real(2), s.col_text(3)});
+  while (s.step()) out.push_back({s.col_text(0), s.col_real(1), s.col_real(2), s.col_text(3), s.col_text(4)});
   return out;
 }
 

@@ -82,6 +82,7 @@ struct BudgetMove {
   std::string agent;
   double share_before = 0, share_after = 0;
   std::string reason;
+  std::string created_at = {};  // set by the store (UTC, ISO 8601); ignored by record_budget_move
 };
 
 class Store {
@@ -97,6 +98,9 @@ class Store {
   void record_candidate(const CandidateRecord& c);          // idempotent on hash
   int64_t record_measurement(const Measurement& m);         // returns the id
   void record_budget_move(const BudgetMove& m);
+  // A judged candidate in one transaction: the candidate (none for a re-measurement of one
+  // already recorded) and its measurements, whose ids are set. Nothing is kept if one is refused.
+  void record_judged(const std::optional<CandidateRecord>& c, std::vector<Measurement>& ms);
   // Imports the findings of another campaign file, with the measurements they cite, read-only.
   // Returns how many findings were added (already imported ones are skipped; see docs/findings.md).
   int import_findings(const std::filesystem::path& other_db);

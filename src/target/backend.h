@@ -37,10 +37,12 @@ class Backend {
   virtual void fill(void* dst, int byte, size_t n) = 0;
   // Waits for all work; throws BackendFault on a device error.
   virtual void sync() = 0;
-  // Times `iterations` calls after `warmup` untimed ones. Before each call: setup(i) (fresh
-  // argument buffers), then the cache flush; neither is timed. Throws BackendFault.
+  // Times `iterations` calls after `warmup` untimed ones; every call, warm-up or timed, goes the
+  // same way: setup(i) (fresh argument buffers), the cache flush, all of the judge's work done
+  // (on every stream) before the candidate starts, the call, the candidate's work done, then
+  // after(i). Only the call is timed. Throws BackendFault (also what setup or after throw).
   virtual TimingResult time_calls(int warmup, int iterations, const std::function<void(int)>& setup,
-                                  const std::function<void()>& call) = 0;
+                                  const std::function<void()>& call, const std::function<void(int)>& after) = 0;
   // Measures the device's ceilings (sol/calibrate.h): {"supported", "copy": {...}, "matmul":
   // {dtype: {...}}}. `req` may carry "copy_bytes", "matmul_n", "iterations". A dtype that cannot
   // run is reported with "available": false, never thrown. Throws BackendFault on a device fault.

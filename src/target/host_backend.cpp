@@ -54,7 +54,7 @@ class HostBackend final : public Backend {
   void fill(void* d, int b, size_t n) override { std::memset(d, b, n); }
   void sync() override {}
   TimingResult time_calls(int warmup, int iterations, const std::function<void(int)>& setup,
-                          const std::function<void()>& call) override {
+                          const std::function<void()>& call, const std::function<void(int)>& after) override {
     TimingResult r;
     for (int i = 0; i < warmup + iterations; ++i) {
       setup(i);
@@ -63,6 +63,7 @@ class HostBackend final : public Backend {
       call();
       auto t1 = std::chrono::steady_clock::now();
       if (i >= warmup) r.samples_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      after(i);
     }
     r.activity = {"host call"};
     return r;

@@ -1,14 +1,19 @@
-// worker/worker.cpp — the worker loop. The protocol streams move off fds 0/1 at start so that a
-// candidate's prints go to the log (stderr) and cannot corrupt replies. Each "run" poisons the
-// outputs (0xFF bytes: NaN in every float format that has one) before the call in check mode, and
-// in time mode gives every call fresh argument buffers shifted by 256 bytes, as SOL-ExecBench does.
-// Input sets can be kept here ("put": inputs on the device only, scalars and reference outputs on
-// the host), so that a session judging many candidates sends each set once: a "run" naming a set
-// copies its pristine device inputs into fresh buffers, and in check mode compares the outputs
-// with the reference and the inputs with their pristine copies here (chunk by chunk through the
-// host, so no input is held twice), replying with the comparison only. The sets live as long as
-// this process; a fresh worker answers "missing_set". (Holding the inputs' host bytes as well
-// would put every kept set in host memory twice over: 018's 94 sets of 1.1 GB are 107 GB.)
+// worker/worker.cpp — the worker loop: the process the candidate runs in. The protocol streams
+// move off fds 0/1 at start so that a candidate's prints go to the log (stderr) and cannot corrupt
+// replies. The worker keeps input sets ("put": inputs only, on the device; scalars on the host) and
+// runs calls on them; it never receives a reference output, nor anything derived from one: every
+// comparison happens in the judge (judge/evaluator.cpp), which asks for a call's output bytes only
+// after the call has finished.
+//
+// Every call looks the same to the candidate, whether the judge uses it to check, to warm up or to
+// time: a run allocates one pool per argument and call i takes its buffers at byte offset 256·i
+// (fresh pointers), inputs copied from the set's pristine device copy, outputs filled with the
+// poison 0xFF (NaN in every float format that has one), and a guard zone of kGuard canary bytes on
+// both sides of every buffer, checked after every call. Which set a call uses arrives only just
+// before that call (the judge's "call" message); whether its outputs go back arrives only after it
+// (the "after" message), so nothing in this process tells the candidate which calls are checked.
+// The sets live as long as this process (a fresh worker answers "missing_set"); holding their
+// inputs' host bytes too would put every kept set in host memory twice (018's 94 sets of 1.1 GB).
 #include "worker/worker.h"
 
 #include <dlfcn.h>
@@ -20,7 +25,6 @@
 #include <kernelarc/abi.h>
 #include <map>
 
-#include "judge/compare.h"
 #include "judge/protocol.h"
 #include "problem/dtype.h"
 #include "target/backend.h"
@@ -32,12 +36,17 @@ namespace {
 using json = nlohmann::json;
 using EntryFn = int (*)(const TensorArg*, int);
 
+constexpr size_t kGuard = wire::kGuardBytes;
+constexpr unsigned char kCanary = wire::kCanaryByte;
+constexpr int kPoison = 0xff;
+constexpr size_t kShift = 256;  // bytes between call i's buffers and call i + 1's
+
 struct Arg {
   int32_t dtype = 0;
   std::vector<int64_t> shape;
   bool scalar = false, output = false;
   size_t nbytes = 0;
-  std::vector<std::byte> host;  // inputs: data from the judge (a kept set: scalars only); outputs: unused
+  std::vector<std::byte> host;  // scalars' bytes (inputs not yet on the device while a put runs)
 };
 
 TensorArg make_arg(const Arg& a, void* data) {
@@ -54,13 +63,24 @@ TensorArg make_arg(const Arg& a, void* data) {
   return t;
 }
 
+// Thrown out of a run when the judge ends it early ({"op":"abort"} instead of the next "call").
+struct RunAborted {};
+
+// Device buffers released when the scope ends.
+struct Buffers {
+  Backend& be;
+  std::vector<void*> v;
+  ~Buffers() {
+    for (void* p : v)
+      if (p) be.release(p);
+  }
+};
+
 class Worker {
  public:
   Worker(int in, int out, std::unique_ptr<Backend> b) : in_(in), out_(out), be_(std::move(b)) {}
   ~Worker() {
-    for (auto& [id, s] : sets_)
-      for (void* p : s.pristine)
-        if (p) be_->release(p);
+    for (auto& [id, s] : sets_) release(s);
   }
 
   int loop() {
@@ -79,6 +99,10 @@ class Worker {
           run(h);
         } else if (op == "put") {
           put(h);
+        } else if (op == "drop") {
+          drop(h);
+        } else if (op == "call" || op == "after" || op == "abort") {
+          // Left over from a run that failed before reading it: the judge expects no reply.
         } else if (op == "calibrate") {
           json r = be_->calibrate(h.value("request", json::object()));
           be_->sync();
@@ -101,13 +125,17 @@ class Worker {
   std::vector<void*> libs_;
   EntryFn entry_ = nullptr;
 
-  struct CachedSet {
-    std::vector<Arg> args;          // inputs (host bytes of scalars only), then outputs (dtype/shape)
-    std::vector<void*> pristine;    // device copy of each non-scalar input, parallel to args
-    std::vector<Tensor> reference;  // the reference outputs, in output order
+  struct KeptSet {
+    std::vector<Arg> args;        // inputs (host bytes of scalars only), then outputs (dtype/shape)
+    std::vector<void*> pristine;  // device copy of each non-scalar input, parallel to args
   };
-  std::map<int64_t, CachedSet> sets_;
+  std::map<int64_t, KeptSet> sets_;
+  std::vector<std::byte> stage_a_, stage_b_;
 
+  void release(KeptSet& s) {
+    for (void*& p : s.pristine)
+      if (p) be_->release(std::exchange(p, nullptr));
+  }
 
   void reply_fail(const std::string& verdict, const std::string& msg, bool fatal) {
     wire::write_message(out_, {{"ok", false}, {"verdict", verdict}, {"message", one_line(msg)}, {"fatal", fatal}});
@@ -155,22 +183,12 @@ class Worker {
                          false};
   }
 
-  // "put": {"set": ID, "args": [...] as for "run"} with the inputs' bytes and then each output's
-  // reference bytes as payload. A set that does not fit on the device is refused with "no_room"
-  // (the judge then sends it with every call instead).
+  // "put": {"set": ID, "args": [...]} with the inputs' bytes as payload (outputs: dtype and shape
+  // only). A set that does not fit on the device is refused with "no_room".
   void put(const json& h) {
     const int64_t id = h.at("set");
-    CachedSet s;
+    KeptSet s;
     s.args = read_args(h);
-    for (const Arg& a : s.args) {
-      if (!a.output) continue;
-      Tensor t;
-      t.dtype = static_cast<DType>(a.dtype);
-      t.shape = a.shape;
-      t.data.resize(a.nbytes);
-      if (!wire::read_full(in_, t.data.data(), a.nbytes)) throw BackendFault{"runtime_error", "short payload", true};
-      s.reference.push_back(std::move(t));
-    }
     s.pristine.assign(s.args.size(), nullptr);
     try {
       for (size_t i = 0; i < s.args.size(); ++i) {
@@ -180,8 +198,7 @@ class Worker {
       }
       be_->sync();
     } catch (const BackendFault& f) {
-      for (void* p : s.pristine)
-        if (p) be_->release(p);
+      release(s);
       if (f.fatal) throw;
       wire::write_message(out_, {{"ok", false}, {"verdict", "unavailable"}, {"no_room", true}, {"fatal", false},
                                  {"message", one_line(f.message)}});
@@ -189,11 +206,23 @@ class Worker {
     }
     for (size_t i = 0; i < s.args.size(); ++i)
       if (s.pristine[i]) std::vector<std::byte>().swap(s.args[i].host);  // the device copy is the one kept
-    auto old = sets_.find(id);
-    if (old != sets_.end())
-      for (void* p : old->second.pristine)
-        if (p) be_->release(p);
+    if (auto old = sets_.find(id); old != sets_.end()) release(old->second);
     sets_[id] = std::move(s);
+    wire::write_message(out_, {{"ok", true}});
+  }
+
+  // "drop": {"sets": [ID, ...]} frees those sets; without "sets", every set.
+  void drop(const json& h) {
+    if (!h.contains("sets")) {
+      for (auto& [id, s] : sets_) release(s);
+      sets_.clear();
+    } else {
+      for (int64_t id : h["sets"].get<std::vector<int64_t>>())
+        if (auto it = sets_.find(id); it != sets_.end()) {
+          release(it->second);
+          sets_.erase(it);
+        }
+    }
     wire::write_message(out_, {{"ok", true}});
   }
 
@@ -214,170 +243,128 @@ class Worker {
     }
     return true;
   }
-  std::vector<std::byte> stage_a_, stage_b_;
 
-  static Tolerance tolerance_from(const json& j) {
-    Tolerance t;
-    t.max_atol = j.value("max_atol", t.max_atol);
-    t.max_rtol = j.value("max_rtol", t.max_rtol);
-    t.required_matched_ratio = j.value("required_matched_ratio", t.required_matched_ratio);
-    if (j.contains("max_error_cap") && j["max_error_cap"].is_number()) t.max_error_cap = j["max_error_cap"].get<double>();
-    t.allow_negative_inf = j.value("allow_negative_inf", false);
-    return t;
+  // True when the kGuard bytes at p all still hold the canary.
+  bool guard_intact(const void* p) {
+    unsigned char g[kGuard];
+    be_->to_host(g, p, kGuard);
+    return std::all_of(g, g + kGuard, [](unsigned char c) { return c == kCanary; });
   }
 
-  // Check mode on a kept set: fresh buffers filled from the pristine copies, the call, then the
-  // comparison here. Reply: {"ok":true,"input_written":INDEX} or {"ok":true,"compare":[per output]}.
-  void check_cached(CachedSet& s, const json& h) {
-    std::vector<Arg>& args = s.args;
-    std::vector<void*> bufs(args.size(), nullptr);
-    struct Free {
-      Backend& b;
-      std::vector<void*>& v;
-      ~Free() {
-        for (void* p : v)
-          if (p) b.release(p);
-      }
-    } free_all{*be_, bufs};
-    std::vector<TensorArg> t;
-    for (size_t i = 0; i < args.size(); ++i) {
-      Arg& a = args[i];
-      if (a.scalar) {
-        t.push_back(make_arg(a, a.host.data()));
-        continue;
-      }
-      bufs[i] = be_->alloc(a.nbytes);
-      if (a.output) be_->fill(bufs[i], 0xff, a.nbytes);
-      else be_->copy(bufs[i], s.pristine[i], a.nbytes);
-      t.push_back(make_arg(a, bufs[i]));
-    }
-    be_->sync();
-    call(t);
-    be_->sync();
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i].output || args[i].scalar) continue;
-      if (!same_on_device(bufs[i], s.pristine[i], args[i].nbytes)) {
-        wire::write_message(out_, {{"ok", true}, {"input_written", i}});
-        return;
-      }
-    }
-    const Tolerance tol = tolerance_from(h.value("tolerance", json::object()));
-    json cmp = json::array();
-    size_t k = 0;
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (!args[i].output) continue;
-      Tensor out;
-      out.dtype = static_cast<DType>(args[i].dtype);
-      out.shape = args[i].shape;
-      out.data.resize(args[i].nbytes);
-      be_->to_host(out.data.data(), bufs[i], args[i].nbytes);
-      CompareResult c = compare_output(out, s.reference[k++], tol);
-      cmp.push_back({{"ok", c.ok}, {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err},
-                     {"matched_ratio", c.matched_ratio}, {"values", c.values}, {"nonfinite", c.nonfinite},
-                     {"never_written", c.never_written}, {"reason", c.reason}});
-    }
-    wire::write_message(out_, {{"ok", true}, {"compare", cmp}});
-  }
+  void run(const json& h);
+  void after_call(const std::vector<KeptSet*>& sets, size_t cur, const std::vector<char*>& region);
+};
 
-  void run(const json& h) {
-    std::vector<Arg> sent;
-    std::vector<Arg>* argp = &sent;
-    std::vector<void*>* kept = nullptr;
-    if (h.contains("set")) {
-      auto it = sets_.find(h["set"].get<int64_t>());
-      if (it == sets_.end()) {
-        wire::write_message(out_, {{"ok", false}, {"verdict", "runtime_error"}, {"missing_set", true}, {"fatal", false},
-                                   {"message", "this worker does not hold that input set"}});
-        return;
-      }
-      if (h.value("mode", "check") == "check") return check_cached(it->second, h);
-      argp = &it->second.args;
-      kept = &it->second.pristine;
-    } else {
-      sent = read_args(h);
-    }
-    std::vector<Arg>& args = *argp;
-    std::string mode = h.value("mode", "check");
-    std::vector<void*> bufs(args.size(), nullptr);
-    struct Free {
-      Backend& b;
-      std::vector<void*>& v;
-      ~Free() {
-        for (void* p : v)
-          if (p) b.release(p);
-      }
-    } free_all{*be_, bufs};
-    if (mode == "check") {
-      std::vector<TensorArg> t;
-      for (size_t i = 0; i < args.size(); ++i) {
-        Arg& a = args[i];
-        if (a.scalar) {
-          t.push_back(make_arg(a, a.host.data()));
-          continue;
-        }
-        bufs[i] = be_->alloc(a.nbytes);
-        if (a.output) be_->fill(bufs[i], 0xff, a.nbytes);
-        else be_->to_device(bufs[i], a.host.data(), a.nbytes);
-        t.push_back(make_arg(a, bufs[i]));
-      }
-      be_->sync();
-      call(t);
-      be_->sync();
-      std::vector<std::pair<const void*, size_t>> payload;
-      std::vector<std::vector<std::byte>> back(args.size());
-      for (int pass = 0; pass < 2; ++pass)  // outputs first, then inputs (to verify they are unchanged)
-        for (size_t i = 0; i < args.size(); ++i) {
-          if (args[i].output != (pass == 0) || args[i].scalar) continue;
-          back[i].resize(args[i].nbytes);
-          be_->to_host(back[i].data(), bufs[i], args[i].nbytes);
-          payload.emplace_back(back[i].data(), back[i].size());
-        }
-      size_t total = 0;
-      for (auto& p : payload) total += p.second;
-      wire::write_message(out_, {{"ok", true}, {"payload", total}}, payload);
+// "run": {"sets": [ID, ...], "calls": N, "warmup": W} → {"ok":true,"ready":true}; then per call
+// the exchange described in judge/protocol.h; finally {"ok":true,"samples_us":[N − W values],
+// "activity":[...]}.
+void Worker::run(const json& h) {
+  std::vector<KeptSet*> sets;
+  for (int64_t id : h.at("sets").get<std::vector<int64_t>>()) {
+    auto it = sets_.find(id);
+    if (it == sets_.end()) {
+      wire::write_message(out_, {{"ok", false}, {"verdict", "runtime_error"}, {"missing_set", true}, {"fatal", false},
+                                 {"message", "this worker does not hold that input set"}});
       return;
     }
-    // Time mode: a pristine device copy of each input, and a pool per argument from which call i
-    // takes its buffers at byte offset 256·i (fresh pointers, pristine data, zeroed outputs).
-    int warmup = h.value("warmup", 10), iterations = h.value("iterations", 50);
-    const size_t calls = static_cast<size_t>(warmup + iterations);
-    std::vector<void*> pristine(args.size(), nullptr);
-    struct FreeP {
-      Backend& b;
-      std::vector<void*>& v;
-      ~FreeP() {
-        for (void* p : v)
-          if (p) b.release(p);
-      }
-    } free_p{*be_, pristine};
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i].scalar) continue;
-      bufs[i] = be_->alloc(args[i].nbytes + 256 * (calls - 1));
-      if (!args[i].output && !kept) {
-        pristine[i] = be_->alloc(args[i].nbytes);
-        be_->to_device(pristine[i], args[i].host.data(), args[i].nbytes);
-      }
-    }
-    const std::vector<void*>& source = kept ? *kept : pristine;
-    be_->sync();
-    std::vector<TensorArg> t(args.size());
-    auto setup = [&](int call_index) {
-      for (size_t i = 0; i < args.size(); ++i) {
-        if (args[i].scalar) {
-          t[i] = make_arg(args[i], args[i].host.data());
-          continue;
-        }
-        void* p = static_cast<char*>(bufs[i]) + 256 * static_cast<size_t>(call_index);
-        if (args[i].output) be_->fill(p, 0, args[i].nbytes);
-        else be_->copy(p, source[i], args[i].nbytes);
-        t[i] = make_arg(args[i], p);
-      }
-    };
-    TimingResult r = be_->time_calls(warmup, iterations, setup, [&] { call(t); });
-    be_->sync();
-    wire::write_message(out_, {{"ok", true}, {"samples_us", r.samples_us}, {"activity", r.activity}});
+    sets.push_back(&it->second);
   }
-};
+  const std::vector<int64_t> ids = h.at("sets").get<std::vector<int64_t>>();
+  const int calls = h.at("calls"), warmup = h.value("warmup", 0);
+  if (sets.empty() || calls < 1 || warmup < 0 || warmup >= calls)
+    throw BackendFault{"runtime_error", "malformed run request", false};
+  const std::vector<Arg>& shape = sets[0]->args;
+  for (const KeptSet* s : sets) {
+    bool same = s->args.size() == shape.size();
+    for (size_t i = 0; same && i < shape.size(); ++i) same = s->args[i].nbytes == shape[i].nbytes;
+    if (!same) throw BackendFault{"runtime_error", "the sets of one run differ in their arguments", false};
+  }
+  Buffers pool{*be_, std::vector<void*>(shape.size(), nullptr)};
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (!shape[i].scalar) pool.v[i] = be_->alloc(2 * kGuard + shape[i].nbytes + kShift * static_cast<size_t>(calls - 1));
+  be_->sync();
+  wire::write_message(out_, {{"ok", true}, {"ready", true}});
+
+  size_t cur = 0;                                  // index into sets of the current call's set
+  std::vector<char*> region(shape.size(), nullptr);  // the current call's buffers
+  std::vector<TensorArg> t(shape.size());
+  auto setup = [&](int call_index) {
+    json c;
+    if (!wire::read_header(in_, c)) throw BackendFault{"runtime_error", "the judge went away mid-run", true};
+    if (c.value("op", "") == "abort") throw RunAborted{};  // the judge has its verdict
+    if (c.value("op", "") != "call") throw BackendFault{"runtime_error", "the judge broke off the run", true};
+    auto at = std::find(ids.begin(), ids.end(), c.at("set").get<int64_t>());
+    if (at == ids.end()) throw BackendFault{"runtime_error", "a call named a set outside its run", false};
+    cur = static_cast<size_t>(at - ids.begin());
+    const KeptSet& s = *sets[cur];
+    for (size_t i = 0; i < shape.size(); ++i) {
+      const Arg& a = s.args[i];
+      if (a.scalar) {
+        t[i] = make_arg(a, const_cast<std::byte*>(a.host.data()));
+        continue;
+      }
+      char* p = static_cast<char*>(pool.v[i]) + kShift * static_cast<size_t>(call_index) + kGuard;
+      region[i] = p;
+      be_->fill(p - kGuard, kCanary, kGuard);
+      be_->fill(p + a.nbytes, kCanary, kGuard);
+      if (a.output) be_->fill(p, kPoison, a.nbytes);
+      else be_->copy(p, s.pristine[i], a.nbytes);
+      t[i] = make_arg(a, p);
+    }
+  };
+  auto after = [&](int) { after_call(sets, cur, region); };
+  TimingResult r;
+  try {
+    r = be_->time_calls(warmup, calls - warmup, setup, [&] { call(t); }, after);
+  } catch (const RunAborted&) {
+    be_->sync();
+    wire::write_message(out_, {{"ok", true}, {"aborted", true}});
+    return;
+  }
+  be_->sync();
+  wire::write_message(out_, {{"ok", true}, {"samples_us", r.samples_us}, {"activity", r.activity}});
+}
+
+// After every call (synchronised): the guard zones, then the reply to "call"; then the judge's
+// "after" says whether the outputs go back and whether the inputs are checked against their
+// pristine copies ({"ok":true,"payload":BYTES} or with "input_written": INDEX).
+void Worker::after_call(const std::vector<KeptSet*>& sets, size_t cur, const std::vector<char*>& region) {
+  const KeptSet& s = *sets[cur];
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (s.args[i].scalar) continue;
+    const char* side = !guard_intact(region[i] - kGuard) ? "before the start"
+                       : !guard_intact(region[i] + s.args[i].nbytes) ? "past the end" : nullptr;
+    if (side)
+      throw BackendFault{"out_of_bounds_write",
+                         fmt::format("the candidate wrote {} of argument {} ({})", side, i,
+                                     s.args[i].output ? "an output" : "an input"), false};
+  }
+  wire::write_message(out_, {{"ok", true}});
+  json a;
+  if (!wire::read_header(in_, a) || a.value("op", "") != "after")
+    throw BackendFault{"runtime_error", "the judge broke off the run", true};
+  json reply = {{"ok", true}, {"payload", 0}};
+  if (a.value("inputs", false))
+    for (size_t i = 0; i < s.args.size(); ++i)
+      if (!s.args[i].output && !s.args[i].scalar && !same_on_device(region[i], s.pristine[i], s.args[i].nbytes)) {
+        reply["input_written"] = i;
+        break;
+      }
+  std::vector<std::vector<std::byte>> back;
+  std::vector<std::pair<const void*, size_t>> payload;
+  if (a.value("fetch", false) && !reply.contains("input_written")) {
+    size_t total = 0;
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      if (!s.args[i].output) continue;
+      back.emplace_back(s.args[i].nbytes);
+      be_->to_host(back.back().data(), region[i], s.args[i].nbytes);
+      total += s.args[i].nbytes;
+    }
+    for (const auto& b : back) payload.emplace_back(b.data(), b.size());
+    reply["payload"] = total;
+  }
+  wire::write_message(out_, reply, payload);
+}
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // worker/worker.h — the worker process: loads one candidate library at a time and runs it on the
-// tensors the judge sends, through a target Backend. It never sees reference outputs.
+// tensors the judge sends, through a target Backend. It never receives a reference output: the
+// judge compares the output bytes it asks back (judge/protocol.h).
 #pragma once
 #include <string>
 

@@ -1,7 +1,7 @@
 // tests/device/primitives_check.cu — checks each primitive of the device layer
 // (include/kernelarc/device/) on its own, against a plain host computation. One source, two
 // builds: g++ -DKA_EMULATE (the CPU emulator; tests/test_device.cpp runs it in CI) and nvcc for
-// sm_90a (bench/device_selftest.sh runs it on a GPU).
+// sm_90a (bench/tools/device_selftest.sh runs it on a GPU).
 // (KvSegments and the ragged walk run in one warp here: their warp collectives need whole warps.) Prints one line per check and "N checks, M
 // failed"; exits 1 when one failed.
 #include <kernelarc/device/all.cuh>

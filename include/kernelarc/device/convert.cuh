@@ -13,7 +13,7 @@
 //   load_vec<STREAM>(p), store_vec<STREAM>(p, v)  one vector; STREAM = true: evict-first (.cs)
 //   ld_u32(p)                  a 32-bit read-only load of two 16-bit values
 // The FP8 and FP4 conversions are integer code (the same on the GPU and the emulator); the GPU
-// self-test (bench/device_selftest.sh) checks them against the CUDA intrinsics.
+// self-test (bench/tools/device_selftest.sh) checks them against the CUDA intrinsics.
 #pragma once
 #include <kernelarc/device/target.cuh>
 

@@ -1,5 +1,5 @@
 // kernelarc/device/trace.cuh — the per-CTA timeline hooks of diagnostic builds: with KA_TRACE
-// defined (bench/attention_selftest.py --trace; never a candidate), thread 0 of the CTA records
+// defined (bench/tools/attention_selftest.py --trace; never a candidate), thread 0 of the CTA records
 // through kernelarc/trace.h; otherwise the hooks are empty and compile to nothing.
 //   trace_at(event, first)   event 0..3 (0 entry, 1 first tile ready, 2 last tile ready, 3 exit);
 //                            first: clear the CTA's record and note its SM

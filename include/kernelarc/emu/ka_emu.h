@@ -2,7 +2,7 @@
 // (kernelarc/device/) and the families use, so that their index arithmetic, fragment layouts,
 // pipelines, segment bookkeeping and split-KV merges can be checked on a machine without a GPU.
 // It is never part of a KernelArc build: kernelarc/device/target.cuh includes it when KA_EMULATE is
-// defined (bench/attention_selftest.py --mode emu and the family tests compile a family source with
+// defined (bench/tools/attention_selftest.py --mode emu and the family tests compile a family source with
 // g++ -DKA_EMULATE); the layer's primitives then call the ka_emu_ops functions of the same names.
 //
 // Model. One CTA runs at a time; each CUDA thread is a fiber (ucontext) scheduled cooperatively,

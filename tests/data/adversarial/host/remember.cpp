@@ -1,8 +1,8 @@
 // Adversarial candidate for 021_rmsnorm_h128 (host target): a caching cheat. The first call for a
 // given shape computes the correct RMSNorm and keeps a copy of the result; every later call with
 // that shape copies the remembered result into `output` without reading the inputs at all. It
-// passes the first correctness check of each workload, but a check after timing, on fresh inputs,
-// sees the stale result.
+// passes the first correctness check of each workload, but the timed calls run on input sets of
+// their own and are checked: the first one sees the stale result.
 // Expected verdict: wrong_answer.
 #include <kernelarc/abi.h>
 

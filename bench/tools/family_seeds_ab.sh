@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# bench/tools/family_seeds_ab.sh — every CUDA family's seeds judged with an older copy of families/ and
+# include/ (OLD) and with the repo's, in one GPU run, so that a refactor of the families (e.g. onto
+# the device layer) is shown to keep them correct and as fast. Run from the repo root after
+# scripts/device-pack.sh (carry .dev and .data); OLD defaults to .data/old:
+#     mkdir -p .data/old && git archive REV families include | tar x -C .data/old
+# The seeds (and the probe points of families without seeds) are bench/tools/family_seeds_sass.py's:
+# each is written as one instantiated .cu per side (`emit`) and judged by `kernelarc eval` on the
+# first FlashInfer-Bench problem it is valid for, every workload (WORKLOADS=N: the first N), in
+# ROUNDS alternating rounds (old, new, old, new, ...: drift on the GPU hits both sides alike).
+# Reports: $OUT/seeds_ab/<side>_<seed>_r<round>.json; the summary (bench/tools/family_seeds_ab.py) per
+# seed: verdicts of both sides and the geomean of new/old judged medians over the workloads, per
+# round and overall, then the per-workload table; also in $OUT/seeds_ab/summary.txt.
+set -uo pipefail
+FINAL=${OUT:-/tmp/ka-out}
+OUT=$FINAL/seeds_ab
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
+export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
+K=${K:-.dev/bin/kernelarc}
+OLD=${OLD:-.data/old}
+ROUNDS=${ROUNDS:-2}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$OUT/gpu.txt" 2>&1
+[[ -d $OLD/families ]] || { echo "no $OLD/families (see the header)"; exit 2; }
+python3 bench/tools/family_seeds_sass.py emit --root "$OLD" --outdir "$OUT/src_old" ${FAMILY:+--family "$FAMILY"} || exit 1
+python3 bench/tools/family_seeds_sass.py emit --outdir "$OUT/src_new" ${FAMILY:+--family "$FAMILY"} || exit 1
+wl=()
+[[ -n ${WORKLOADS:-} ]] && wl=(--workloads "$WORKLOADS")
+for ((r = 1; r <= ROUNDS; ++r)); do
+  for side in old new; do
+    while IFS=$'\t' read -r key prob src; do
+      tag=${key//\//_}
+      # the problem as the device copy names it: the same folder name under .data/problems
+      local_prob=$prob
+      [[ -d $local_prob ]] || local_prob=.data/problems/sol-execbench/FlashInfer-Bench/$(basename "$prob")
+      timeout -k 10 "${STEP_S:-900}" "$K" eval "$local_prob" -s "$src" "${wl[@]}" --no-sol \
+        --report "$OUT/${side}_${tag}_r$r.json" >"$OUT/${side}_${tag}_r$r.txt" 2>&1
+      echo "$side $key round $r: exit $? $(tail -1 "$OUT/${side}_${tag}_r$r.txt")"
+    done <"$OUT/src_$side/manifest.tsv"
+  done
+done | tee "$OUT/runs.txt"
+python3 bench/tools/family_seeds_ab.py "$OUT" | tee "$OUT/summary.txt"
+tar czf "$FINAL/seeds_ab_logs.tgz" -C "$FINAL" seeds_ab

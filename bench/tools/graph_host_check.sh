@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# bench/tools/graph_host_check.sh — judges the graph family's host candidate of every captured and
+# lowered problem on its smallest workload (CPU only) and prints pass counts.
+#
+#   bench/tools/graph_host_check.sh [PROBLEM_OR_FOLDER...]
+#       default: ../shared/problems/sol-execbench/{L1,L2,Quant}
+#   env: KA (the kernelarc binary, default build/src/kernelarc), OUT (results folder, default
+#        /tmp/ka-graph-host-check; re-runs skip problems already judged there), TIMEOUT (seconds per
+#        judge call, default 900), JOBS (problems judged at once, default 1)
+#
+# Writes OUT/coverage.json (kernelarc coverage --json), OUT/cands/<problem>.graph_host.json (the
+# generated candidates), OUT/logs/<problem>.txt (judge output) and OUT/results.tsv
+# (problem, status: PASS | FAIL | NOT_CAPTURED | NOT_LOWERED, detail).
+set -u
+cd "$(dirname "$0")/../.."
+KA=${KA:-build/src/kernelarc}
+OUT=${OUT:-/tmp/ka-graph-host-check}
+TIMEOUT=${TIMEOUT:-900}
+JOBS=${JOBS:-1}
+if [ $# -eq 0 ]; then
+  set -- ../shared/problems/sol-execbench/L1 ../shared/problems/sol-execbench/L2 ../shared/problems/sol-execbench/Quant
+fi
+mkdir -p "$OUT/cands" "$OUT/logs" "$OUT/done"
+"$KA" coverage "$@" --json --emit "$OUT/cands" > "$OUT/coverage.json" || { echo "coverage failed" >&2; exit 2; }
+
+# Problem folders in the order coverage listed them, with the smallest workload's uuid.
+python3 - "$OUT/coverage.json" "$@" > "$OUT/plan.tsv" <<'PY'
+import json, math, os, sys
+cov = {r["name"]: r for r in json.load(open(sys.argv[1]))}
+dirs = []
+for root in sys.argv[2:]:
+    if os.path.isfile(os.path.join(root, "definition.json")):
+        dirs.append(root)
+    else:
+        for d in sorted(os.listdir(root)):
+            if os.path.isfile(os.path.join(root, d, "definition.json")):
+                dirs.append(os.path.join(root, d))
+for d in dirs:
+    name = json.load(open(os.path.join(d, "definition.json")))["name"]
+    r = cov.get(name, {"captured": False, "reason": "not in coverage", "ops_not_lowered": []})
+    wls = [json.loads(l) for l in open(os.path.join(d, "workload.jsonl")) if l.strip()]
+    size = lambda w: math.prod(v for v in w.get("axes", {}).values() if isinstance(v, int))
+    uuid = min(wls, key=size)["uuid"] if wls else ""
+    if not r["captured"]:
+        status, detail = "NOT_CAPTURED", r["reason"]
+    elif r["ops_not_lowered"]:
+        status, detail = "NOT_LOWERED", ",".join(r["ops_not_lowered"])
+    else:
+        status, detail = "JUDGE", ""
+    print("\t".join([name, d, uuid, status, " ".join(detail.split())[:300]]))
+PY
+
+judge() {
+  local name=$1 dir=$2 uuid=$3
+  local cand="$OUT/cands/$name.graph_host.json"
+  if [ ! -f "$cand" ]; then printf '%s\tFAIL\tno candidate emitted\n' "$name" > "$OUT/done/$name"; return; fi
+  timeout "$TIMEOUT" "$KA" eval "$dir" --solution "$cand" --target host --workloads "$uuid" --timeout "$TIMEOUT" --no-time \
+    --no-reference-time --no-sol > "$OUT/logs/$name.txt" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ]; then printf '%s\tPASS\t\n' "$name" > "$OUT/done/$name"
+  else printf '%s\tFAIL\trc %s: %s\n' "$name" "$rc" "$(tail -3 "$OUT/logs/$name.txt" | tr '\t\n' '  ' | cut -c1-300)" > "$OUT/done/$name"; fi
+}
+export -f judge
+export KA OUT TIMEOUT
+
+while IFS=$'\t' read -r name dir uuid status detail; do
+  if [ "$status" != JUDGE ]; then printf '%s\t%s\t%s\n' "$name" "$status" "$detail" > "$OUT/done/$name"; continue; fi
+  [ -f "$OUT/done/$name" ] && grep -q $'\tPASS\t' "$OUT/done/$name" && continue
+  printf '%s\0%s\0%s\0' "$name" "$dir" "$uuid"
+done < "$OUT/plan.tsv" | xargs -0 -n 3 -P "$JOBS" bash -c 'judge "$@"' _
+
+: > "$OUT/results.tsv"
+while IFS=$'\t' read -r name _; do cat "$OUT/done/$name" >> "$OUT/results.tsv"; done < "$OUT/plan.tsv"
+total=$(wc -l < "$OUT/plan.tsv")
+for s in PASS FAIL NOT_CAPTURED NOT_LOWERED; do
+  printf '%-13s %d\n' "$s" "$(cut -f2 "$OUT/results.tsv" | grep -cx "$s")"
+done
+printf '%-13s %d\n' total "$total"

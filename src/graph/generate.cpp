@@ -1,0 +1,53 @@
+// graph/generate.cpp — glue between a problem, its captured graph and a backend.
+#include "graph/generate.h"
+
+#include <mutex>
+
+#include "graph/capture.h"
+#include "graph/codegen_host.h"
+#include "graph/passes.h"
+#include "util/error.h"
+#include "util/hash.h"
+
+namespace ka::graph {
+namespace {
+
+struct Entry {
+  Lowering lowering;
+  std::optional<Graph> graph;  // after the passes
+};
+
+Entry& cached(const Problem& p, const std::string& runtime_source) {
+  static std::mutex mu;
+  static std::map<std::string, Entry> cache;
+  const std::string key = p.def.hash + ":" + sha256_hex(runtime_source).substr(0, 16);
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  Entry e;
+  Capture c = capture_problem(p);
+  e.lowering.captured = c.captured;
+  e.lowering.reason = c.reason;
+  if (c.captured && c.graph) {
+    Graph g = std::move(*c.graph);
+    run_passes(g);
+    e.lowering.ops_not_lowered = ops_not_lowered(g, runtime_symbols(runtime_source));
+    e.graph = std::move(g);
+  }
+  return cache.emplace(key, std::move(e)).first->second;
+}
+
+}  // namespace
+
+Lowering check_lowering(const Problem& p, const std::string& runtime_source) { return cached(p, runtime_source).lowering; }
+
+std::string generate_source(const Problem& p, const std::string& runtime_source, const std::map<std::string, int64_t>& knobs) {
+  const Entry& e = cached(p, runtime_source);
+  if (!e.lowering.captured) user_error("problem '{}' is not captured: {}", p.def.name, e.lowering.reason);
+  if (!e.lowering.ops_not_lowered.empty())
+    user_error("problem '{}': no lowering for {}", p.def.name, e.lowering.ops_not_lowered.front());
+  HostCodegenOptions opt;
+  if (auto it = knobs.find("FUSE"); it != knobs.end()) opt.fuse = it->second != 0;
+  return emit_host(*e.graph, runtime_symbols(runtime_source), opt);
+}
+
+}  // namespace ka::graph

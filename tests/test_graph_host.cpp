@@ -1,0 +1,204 @@
+// tests/test_graph_host.cpp — the host backend end to end: a hand-written graph exercising
+// pointwise + broadcast, softmax, a bf16 conversion, a GEMM, reductions, views and a layout op is
+// generated over the graph_host runtime, compiled like a candidate and run on small inputs
+// against values computed here; plus the lowering check and the axis-expression translation.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "graph/codegen_host.h"
+#include "graph/passes.h"
+#include "graph_fixtures.h"
+#include "kernelarc/abi.h"
+#include "problem/dtype.h"
+#include "problem/problem.h"
+#include "util/error.h"
+#include "util/files.h"
+#include "util/process.h"
+#include "util/resources.h"
+
+using namespace ka;
+using namespace ka::graph;
+
+namespace {
+
+const char* kMixGraph = R"({
+  "format": "kernelarc-graph", "version": 1, "problem": "mix",
+  "axes": {"rows": {"type": "var"}, "width": {"type": "const", "value": 8}, "twice": {"type": "expr", "expression": "width * 2"}},
+  "values": [
+    {"id": 0, "kind": "tensor", "dtype": "float32", "shape": ["rows", "width"]},
+    {"id": 1, "kind": "tensor", "dtype": "float32", "shape": ["8"]},
+    {"id": 2, "kind": "tensor", "dtype": "float32", "shape": ["8", "4"]},
+    {"id": 3, "kind": "tensor", "dtype": "float32", "shape": ["rows", "8"]},
+    {"id": 4, "kind": "tensor", "dtype": "float32", "shape": ["rows", "8"]},
+    {"id": 5, "kind": "tensor", "dtype": "float32", "shape": ["rows", "8"]},
+    {"id": 6, "kind": "tensor", "dtype": "bfloat16", "shape": ["rows", "8"]},
+    {"id": 7, "kind": "tensor", "dtype": "float32", "shape": ["rows", "4"]},
+    {"id": 8, "kind": "tensor", "dtype": "float32", "shape": ["rows", "1"]},
+    {"id": 9, "kind": "tensor", "dtype": "float32", "shape": ["rows", "4"]},
+    {"id": 10, "kind": "tensor", "dtype": "float32", "shape": ["8", "rows"]},
+    {"id": 11, "kind": "tensor", "dtype": "float32", "shape": ["8"]},
+    {"id": 12, "kind": "tensor", "dtype": "float32", "shape": ["rows", "twice"]},
+    {"id": 13, "kind": "tensor", "dtype": "float32", "shape": ["rows", "8"]},
+    {"id": 14, "kind": "scalar", "dtype": "float64"}
+  ],
+  "inputs": [{"name": "x", "value": 0}, {"name": "b", "value": 1}, {"name": "w", "value": 2}, {"name": "scale", "value": 14}],
+  "outputs": [{"name": "y", "value": 6}, {"name": "z", "value": 9}, {"name": "s", "value": 11}, {"name": "c", "value": 13}],
+  "nodes": [
+    {"op": "aten.mul.Tensor", "args": [{"value": 0}, {"value": 14}], "outputs": [3]},
+    {"op": "aten.add.Tensor", "args": [{"value": 3}, {"value": 1}], "outputs": [4]},
+    {"op": "aten._softmax.default", "args": [{"value": 4}, {"int": -1}, {"bool": false}], "outputs": [5]},
+    {"op": "aten._to_copy.default", "args": [{"value": 5}], "kwargs": {"dtype": {"dtype": "bfloat16"}}, "outputs": [6]},
+    {"op": "aten.mm.default", "args": [{"value": 0}, {"value": 2}], "outputs": [7]},
+    {"op": "aten.amax.default", "args": [{"value": 7}, {"list": [{"int": -1}]}, {"bool": true}], "outputs": [8]},
+    {"op": "aten.sub.Tensor", "args": [{"value": 7}, {"value": 8}], "outputs": [9]},
+    {"op": "aten.permute.default", "args": [{"value": 0}, {"list": [{"int": 1}, {"int": 0}]}], "outputs": [10]},
+    {"op": "aten.sum.dim_IntList", "args": [{"value": 10}, {"list": [{"int": 1}]}], "outputs": [11]},
+    {"op": "aten.cat.default", "args": [{"list": [{"value": 0}, {"value": 0}]}, {"int": -1}], "outputs": [12]},
+    {"op": "aten.slice.Tensor", "args": [{"value": 12}, {"int": 1}, {"int": 4}, {"sym": "twice - 4"}], "outputs": [13]}
+  ]
+})";
+
+ka::TensorArg targ(void* data, DTypeCode dt, std::vector<int64_t> shape) {
+  ka::TensorArg a{};
+  a.data = data;
+  a.dtype = dt;
+  a.ndim = static_cast<int32_t>(shape.size());
+  int64_t st = 1;
+  for (int i = a.ndim - 1; i >= 0; --i) {
+    a.shape[i] = shape[static_cast<size_t>(i)];
+    a.strides[i] = st;
+    st *= shape[static_cast<size_t>(i)];
+  }
+  return a;
+}
+
+std::string runtime_source() { return read_text(resource_path("families/graph_host/graph_rt.cpp")); }
+
+}  // namespace
+
+TEST(GraphHost, ExpressionsTranslateToCpp) {
+  EXPECT_EQ(expr_cpp("batch_size * seq_len // 2"), "ax_batch_size * ax_seq_len / 2");
+  EXPECT_EQ(expr_cpp("max(a, 4)"), "kg::imax(ax_a, 4)");
+}
+
+TEST(GraphHost, LoweringCheckNamesMissingOps) {
+  const auto syms = runtime_symbols(runtime_source());
+  EXPECT_TRUE(syms.count("aten_add_Tensor"));
+  EXPECT_TRUE(syms.count("aten_exp_default"));
+  EXPECT_TRUE(syms.count("aten_mm_default"));
+  EXPECT_TRUE(syms.count("scalar_mul"));
+  Graph g = test::graph_from(kMixGraph);
+  EXPECT_TRUE(ops_not_lowered(g, syms).empty());
+  g.nodes[4].op = "aten.made_up.default";
+  EXPECT_EQ(ops_not_lowered(g, syms), std::vector<std::string>{"aten.made_up.default"});
+  EXPECT_THROW(emit_host(g, syms), UserError);
+}
+
+TEST(GraphHost, GeneratedCandidateComputesTheGraph) {
+  Graph g = test::graph_from(kMixGraph);
+  run_passes(g);
+  const std::string rt = runtime_source();
+  const std::string src = rt + emit_host(g, runtime_symbols(rt)) + "\nKA_ENTRY(run)\n";
+  const fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-graph-host-").string());
+  write_atomic(dir / "cand.cpp", src);
+  RunResult r = run_command({"c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-I",
+                             (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (dir / "lib.so").string(),
+                             (dir / "cand.cpp").string()},
+                            std::chrono::minutes(5));
+  ASSERT_TRUE(r.ok()) << r.output;
+  void* lib = dlopen((dir / "lib.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto entry = reinterpret_cast<int (*)(const ka::TensorArg*, int)>(dlsym(lib, "kernelarc_entry"));
+  ASSERT_NE(entry, nullptr);
+
+  const int64_t rows = 3;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(rows * 8), b(8), w(32), z(rows * 4), s(8), c(rows * 8);
+  for (auto* v : {&x, &b, &w})
+    for (auto& e : *v) e = nd(rng);
+  std::vector<uint16_t> y(rows * 8);
+  double scale = 2.0;
+  std::vector<ka::TensorArg> args{targ(x.data(), ka::kFloat32, {rows, 8}), targ(b.data(), ka::kFloat32, {8}),
+                                  targ(w.data(), ka::kFloat32, {8, 4}), targ(&scale, ka::kFloat64, {}),
+                                  targ(y.data(), ka::kBFloat16, {rows, 8}), targ(z.data(), ka::kFloat32, {rows, 4}),
+                                  targ(s.data(), ka::kFloat32, {8}), targ(c.data(), ka::kFloat32, {rows, 8})};
+  args[3].ndim = -1;
+  ASSERT_EQ(entry(args.data(), static_cast<int>(args.size())), 0);
+  for (int64_t i = 0; i < rows; ++i) {
+    double m = -1e300, sum = 0, mm[4] = {0, 0, 0, 0}, mx = -1e300;
+    double t[8];
+    for (int j = 0; j < 8; ++j) m = std::max(m, t[j] = static_cast<float>(static_cast<float>(x[i * 8 + j] * 2.0) + b[j]));
+    for (int j = 0; j < 8; ++j) sum += std::exp(t[j] - m);
+    for (int j = 0; j < 8; ++j) {
+      const double want = std::exp(t[j] - m) / sum;
+      EXPECT_NEAR(bf16_to_double(y[i * 8 + j]), want, std::ldexp(want, -8)) << i << "," << j;
+    }
+    for (int n = 0; n < 4; ++n) {
+      for (int k = 0; k < 8; ++k) mm[n] += static_cast<double>(x[i * 8 + k]) * w[k * 4 + n];
+      mx = std::max(mx, static_cast<double>(static_cast<float>(mm[n])));
+    }
+    for (int n = 0; n < 4; ++n) EXPECT_NEAR(z[i * 4 + n], static_cast<float>(mm[n]) - mx, 1e-5);
+    for (int j = 0; j < 8; ++j) EXPECT_EQ(c[i * 8 + j], x[i * 8 + (j + 4) % 8]);
+  }
+  for (int j = 0; j < 8; ++j) {
+    double col = 0;
+    for (int64_t i = 0; i < rows; ++i) col += x[i * 8 + j];
+    EXPECT_NEAR(s[j], col, 1e-5);
+  }
+  dlclose(lib);
+  fs::remove_all(dir);
+}
+
+// --- a fixed subset of the dev problems, through the real CLI (needs the capture script) ----------
+
+namespace {
+
+fs::path dev_problem(const std::string& rel) {
+  return fs::path(KA_SOURCE_DIR) / ".." / "shared" / "problems" / "sol-execbench" / rel;
+}
+
+// The uuid of the workload with the fewest elements along its var axes.
+std::string smallest_workload(const Problem& p) {
+  const Workload* best = nullptr;
+  double best_size = 0;
+  for (const auto& w : p.workloads) {
+    double s = 1;
+    for (const auto& [name, v] : w.raw.value("axes", nlohmann::json::object()).items())
+      if (v.is_number_integer()) s *= static_cast<double>(v.get<int64_t>());
+    if (!best || s < best_size) best = &w, best_size = s;
+  }
+  return best ? best->uuid : "";
+}
+
+}  // namespace
+
+// Each problem exercises a different set of lowerings: views + bmm + cat + trig + bf16 output
+// (rotary embedding), convolution + group norm + SiLU (VAE block), index_add accumulation with
+// weights (MoE expert output).
+TEST(GraphHostDev, FixedSubsetPassesOnTheHostTarget) {
+  if (!fs::exists(resource_path("src/oracle") / "capture.py")) GTEST_SKIP() << "no capture script";
+  const std::vector<std::string> subset{"L1/011_rotary_position_embedding", "L1/002_vae_conv3x3_groupnorm_silu_residual_fused",
+                                        "L1/008_expert_output_weighted_index_add_accumulation"};
+  if (!fs::exists(dev_problem(subset[0]) / "definition.json")) GTEST_SKIP() << "no dev problems";
+  const fs::path out = make_temp_dir((fs::temp_directory_path() / "ka-graph-dev-").string());
+  const std::vector<std::string> env{"KERNELARC_CACHE=" + (fs::path(KA_BUILD_DIR) / "test-graph-cache").string()};
+  for (const auto& rel : subset) {
+    SCOPED_TRACE(rel);
+    const Problem p = load_problem(dev_problem(rel));
+    RunResult cov = run_command({KA_BINARY, "coverage", dev_problem(rel).string(), "--json", "--emit", out.string()},
+                                std::chrono::minutes(15), env);
+    ASSERT_EQ(cov.exit_code, 0) << cov.output;
+    const fs::path cand = out / (p.def.name + ".graph_host.json");
+    ASSERT_TRUE(fs::exists(cand)) << cov.output;
+    RunResult ev = run_command({KA_BINARY, "eval", dev_problem(rel).string(), "--solution", cand.string(), "--target", "host",
+                                "--workloads", smallest_workload(p), "--timeout", "600", "--no-time", "--no-reference-time",
+                                "--no-sol"},
+                               std::chrono::minutes(20), env);
+    EXPECT_EQ(ev.exit_code, 0) << ev.output;
+  }
+  fs::remove_all(out);
+}
