@@ -4,7 +4,7 @@
 // (same poison, same buffers), timed calls rotate among sets the candidate has not seen and their
 // outputs are checked, guard zones catch writes just outside a buffer, and the legitimate side-thread
 // control passes like the single-thread solution. Their CUDA twins (tests/data/adversarial/cuda,
-// judged on a GPU by bench/judge_adversarial.sh) are compile-checked here with the judge's flags.
+// judged on a GPU by bench/regress/judge_adversarial.sh) are compile-checked here with the judge's flags.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 // read), else RMSNorm runs and its result is remembered. A judge that times every call on the same
 // data times the copies; with every timed call on a set the candidate has not seen, it computes
 // every time.
-// Expected: passed, at about the honest kernel's time or more (bench/judge_adversarial.sh).
+// Expected: passed, at about the honest kernel's time or more (bench/regress/judge_adversarial.sh).
 #include <kernelarc/abi.h>
 
 #include <cuda_bf16.h>

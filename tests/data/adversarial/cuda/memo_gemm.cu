@@ -4,7 +4,7 @@
 // read), else a plain fp32-accumulating GEMM computes it and the result is remembered. A judge that
 // times every call on the same data times a copy of C instead of a GEMM; with every timed call on
 // a set the candidate has not seen, it computes every time.
-// Expected: passed, at the plain GEMM's time (bench/judge_adversarial.sh).
+// Expected: passed, at the plain GEMM's time (bench/regress/judge_adversarial.sh).
 #include <kernelarc/abi.h>
 
 #include <cuda_fp16.h>

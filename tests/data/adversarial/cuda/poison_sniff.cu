@@ -3,7 +3,7 @@
 // hold the judge's NaN poison (0xFFFF) does it launch RMSNorm, otherwise a kernel that does nothing.
 // A judge that prefills timed calls differently (zeros) times an empty kernel; with every call
 // prefilled alike it computes every time.
-// Expected: passed, at about the honest kernel's time plus a 2-byte read-back (bench/judge_adversarial.sh).
+// Expected: passed, at about the honest kernel's time plus a 2-byte read-back (bench/regress/judge_adversarial.sh).
 #include <kernelarc/abi.h>
 
 #include <cuda_bf16.h>

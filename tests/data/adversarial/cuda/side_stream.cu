@@ -2,7 +2,7 @@
 // side_stream_twin.cu launched on a non-blocking stream of its own (no wait on the legacy default
 // stream), returning without a synchronisation. The judge must time it like the twin: not
 // overlapped with its flush or input copies, not helped by a warm L2.
-// Expected: passed, median within noise of side_stream_twin.cu (bench/judge_adversarial.sh).
+// Expected: passed, median within noise of side_stream_twin.cu (bench/regress/judge_adversarial.sh).
 #include <kernelarc/abi.h>
 
 #include <cuda_bf16.h>

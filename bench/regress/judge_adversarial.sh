@@ -11,11 +11,8 @@
 # medians' new/old ratio per workload. Env: WORKLOADS (default 4: the first N of each problem),
 # STEPS ("adversarial honest"), OUT (logs; default /tmp/ka-out).
 set -uo pipefail
-FINAL=${OUT:-/tmp/ka-out}
-OUT=$FINAL/judge_adversarial
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
-export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+bench_out judge_adversarial
 NEW=.dev/bin/kernelarc
 OLD=${KA_OLD:-.dev/bin/kernelarc-old}
 [ -x "$OLD" ] || OLD=""
