@@ -14,6 +14,7 @@ enum class Verdict {
   timeout,                // no answer before the deadline (hang)
   wrong_answer,           // outputs do not match the reference within tolerance
   reward_hack,            // an input changed, or another attempt to fool the judge
+  timing_mismatch,        // the timer's records disagree with an independent measure (docs/judge.md, Timer)
   unavailable,            // the workload could not be judged (missing inputs, oracle failure)
 };
 
