@@ -119,6 +119,9 @@ const Case kCases[] = {
     {"45_blob_bad_header", kBlob2, 2, "not valid JSON", true},
     {"46_blob_size_mismatch", kBlob2, 2, "holds 16 bytes but int32 [5] needs 20", true},
     {"47_blob_overlapping_tensors", kBlob2, 2, "overlap", true},
+    {"48_blob_path_dotdot", "workload.jsonl", 2, "inputs.indptr.path 'blobs/../../../valid/base/blobs/a3e7d5c1-9f2b-4c8e-b6a4-7e9d0c1b2a35.safetensors' leads outside the problem folder (a '..' step)"},
+    {"49_blob_path_absolute", "workload.jsonl", 2, "inputs.indptr.path '/etc/passwd' leads outside the problem folder (an absolute path)"},
+    {"50_blob_symlink_escape", "workload.jsonl", 2, "leads outside the problem folder (a symlink to "},
 };
 
 // Test names and failure messages show the folder, not the bytes of the struct.

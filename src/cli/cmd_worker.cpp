@@ -1,5 +1,6 @@
 // cli/cmd_worker.cpp — `kernelarc worker --target T` (internal): the judge starts these processes
-// itself; they speak the protocol of judge/protocol.h on stdin/stdout.
+// itself; they speak the protocol of judge/protocol.h on stdin/stdout, inside the sandbox of
+// judge/sandbox.h (folders to read besides the system's: --read; --no-sandbox: none).
 #include "cli/commands.h"
 #include "worker/worker.h"
 
@@ -9,8 +10,18 @@ void register_worker(CLI::App& app) {
   auto* cmd = app.add_subcommand("worker", "Internal: a judge worker process (started by the judge)");
   cmd->group("");  // hidden from --help
   static std::string target = "host";
+  static std::vector<std::string> read_trees;
+  static bool no_sandbox = false;
   cmd->add_option("--target", target, "cuda or host")->check(CLI::IsMember({"cuda", "host"}));
-  cmd->callback([] { set_exit_code(worker_main(target)); });
+  cmd->add_option("--read", read_trees, "a folder the sandboxed worker may read (libraries), repeatable");
+  cmd->add_flag("--no-sandbox", no_sandbox, "run without the OS sandbox (KERNELARC_SANDBOX=off in the judge)");
+  cmd->callback([] {
+    SandboxPolicy policy;
+    policy.enabled = !no_sandbox;
+    policy.gpu = target == "cuda";
+    policy.read_trees.assign(read_trees.begin(), read_trees.end());
+    set_exit_code(worker_main(target, policy));
+  });
 }
 
 }  // namespace ka::cli

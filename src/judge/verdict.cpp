@@ -14,6 +14,7 @@ std::string_view verdict_name(Verdict v) {
     case Verdict::wrong_answer: return "wrong_answer";
     case Verdict::reward_hack: return "reward_hack";
     case Verdict::out_of_bounds_write: return "out_of_bounds_write";
+    case Verdict::timing_mismatch: return "timing_mismatch";
     case Verdict::unavailable: return "unavailable";
   }
   return "?";
@@ -25,7 +26,8 @@ std::string_view verdict_trace_status(Verdict v) {
     case Verdict::compile_error: return "COMPILE_ERROR";
     case Verdict::timeout: return "TIMEOUT";
     case Verdict::wrong_answer: return "INCORRECT_NUMERICAL";
-    case Verdict::reward_hack: return "REWARD_HACK";
+    case Verdict::reward_hack:
+    case Verdict::timing_mismatch: return "REWARD_HACK";
     case Verdict::unavailable: return "INVALID_REFERENCE";
     default: return "RUNTIME_ERROR";  // out_of_bounds_write too: upstream's harness would fault or corrupt
   }

@@ -15,6 +15,7 @@ enum class Verdict {
   wrong_answer,           // outputs do not match the reference within tolerance
   reward_hack,            // an input changed, or another attempt to fool the judge
   out_of_bounds_write,    // a write into the guard zone before or after an argument's buffer
+  timing_mismatch,        // the timer's records disagree with an independent measure (docs/judge.md, Timer)
   unavailable,            // the workload could not be judged (missing inputs, oracle failure)
 };
 

@@ -1,10 +1,18 @@
 // judge/worker_client.cpp — spawning workers (`kernelarc worker --target T`) and talking to them.
 #include "judge/worker_client.h"
 
+#include <elf.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "judge/protocol.h"
+#include "judge/sandbox.h"
 #include "util/error.h"
+#include "util/files.h"
 #include "util/resources.h"
 
 namespace ka {
@@ -15,9 +23,54 @@ using Clock = std::chrono::steady_clock;
 
 Verdict verdict_from(const std::string& s) {
   for (Verdict v : {Verdict::compile_error, Verdict::crash, Verdict::illegal_memory_access, Verdict::runtime_error,
-                    Verdict::timeout, Verdict::wrong_answer, Verdict::reward_hack, Verdict::out_of_bounds_write, Verdict::unavailable})
+                    Verdict::timeout, Verdict::wrong_answer, Verdict::reward_hack, Verdict::out_of_bounds_write,
+                    Verdict::timing_mismatch, Verdict::unavailable})
     if (verdict_name(v) == s) return v;
   return Verdict::runtime_error;
+}
+
+// The absolute DT_RUNPATH / DT_RPATH folders of a 64-bit ELF shared library (e.g. PyTorch's lib
+// folder for a torch-binding candidate); empty for anything else.
+std::vector<std::string> elf_run_paths(const std::vector<std::byte>& b) {
+  std::vector<std::string> out;
+  auto at = [&](uint64_t off, size_t n) { return off <= b.size() && n <= b.size() - off; };
+  Elf64_Ehdr eh;
+  if (!at(0, sizeof eh)) return out;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return out;
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  for (size_t i = 0; i < ph.size(); ++i) {
+    if (!at(eh.e_phoff + i * sizeof(Elf64_Phdr), sizeof(Elf64_Phdr))) return out;
+    std::memcpy(&ph[i], b.data() + eh.e_phoff + i * sizeof(Elf64_Phdr), sizeof(Elf64_Phdr));
+  }
+  auto file_offset = [&](uint64_t vaddr) -> uint64_t {  // of a virtual address, through PT_LOAD
+    for (const auto& p : ph)
+      if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr < p.p_vaddr + p.p_filesz) return vaddr - p.p_vaddr + p.p_offset;
+    return UINT64_MAX;
+  };
+  for (const auto& p : ph) {
+    if (p.p_type != PT_DYNAMIC) continue;
+    uint64_t strtab = UINT64_MAX;
+    std::vector<uint64_t> names;
+    for (uint64_t off = p.p_offset; at(off, sizeof(Elf64_Dyn)) && off < p.p_offset + p.p_filesz; off += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn d;
+      std::memcpy(&d, b.data() + off, sizeof d);
+      if (d.d_tag == DT_NULL) break;
+      if (d.d_tag == DT_STRTAB) strtab = file_offset(d.d_un.d_ptr);
+      if (d.d_tag == DT_RUNPATH || d.d_tag == DT_RPATH) names.push_back(d.d_un.d_val);
+    }
+    for (uint64_t n : names) {
+      if (strtab == UINT64_MAX || !at(strtab + n, 1)) continue;
+      const char* s = reinterpret_cast<const char*>(b.data() + strtab + n);
+      std::string list(s, strnlen(s, b.size() - strtab - n));
+      for (size_t pos = 0; pos <= list.size();) {
+        size_t e = std::min(list.find(':', pos), list.size());
+        if (e > pos && list[pos] == '/') out.push_back(list.substr(pos, e - pos));
+        pos = e + 1;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -27,10 +80,45 @@ WorkerClient::WorkerClient(std::string target, std::filesystem::path log_path)
 
 WorkerClient::~WorkerClient() { stop(); }
 
+// The worker: `kernelarc worker --target T [--read FOLDER]... [--no-sandbox]`, with the scrubbed
+// environment only and none of this process's open files. This process is made non-dumpable first.
+void WorkerClient::start_worker() {
+  harden_judge_process();
+  std::vector<std::string> argv{self_executable().string(), "worker", "--target", target_};
+  for (const auto& t : read_trees_) {
+    argv.emplace_back("--read");
+    argv.push_back(t.string());
+  }
+  const char* mode = std::getenv("KERNELARC_SANDBOX");
+  if (mode && std::string_view(mode) == "off") argv.emplace_back("--no-sandbox");
+  child_.start(argv, log_.string(), worker_environment(), true);
+}
+
+// Says once per judge process which defences the worker runs without, and whether the cache lies
+// under a folder the worker may read.
+static void warn_about_sandbox(const json& hello) {
+  static bool said = false;
+  if (said) return;
+  said = true;
+  std::vector<std::string> off = hello.value("sandbox", json::object()).value("off", std::vector<std::string>{});
+  if (!off.empty()) {
+    std::string list;
+    for (const auto& o : off) list += (list.empty() ? "" : "; ") + o;
+    spdlog::warn("the worker's sandbox runs without: {} (docs/judge.md, Sandbox)", list);
+  }
+  const fs::path cache = fs::weakly_canonical(cache_root());
+  for (const auto& t : sandbox_read_trees({})) {
+    auto rel = cache.lexically_relative(t);
+    if (!rel.empty() && *rel.begin() != "..")
+      spdlog::warn("the cache {} lies under {}, which the sandboxed worker may read: move it (KERNELARC_CACHE)",
+                   cache.string(), t.string());
+  }
+}
+
 const json& WorkerClient::hello() {
   if (child_.running()) return hello_;
   ++restarts_;
-  child_.start({self_executable().string(), "worker", "--target", target_}, log_.string());
+  start_worker();
   unsigned char len[8];
   bool timed_out = false;
   auto deadline = Clock::now() + std::chrono::seconds(120);
@@ -53,6 +141,7 @@ const json& WorkerClient::hello() {
     user_error("{}", h.value("message", "the worker cannot run this target"));
   }
   hello_ = h;
+  warn_about_sandbox(hello_);
   return hello_;
 }
 
@@ -85,7 +174,7 @@ WorkerReply WorkerClient::request(const json& header, const std::vector<std::pai
   bool fresh = !child_.running();
   hello();
   if (fresh && !library_.empty() && header.value("op", "") != "load") {
-    WorkerReply lr = raw_request({{"op", "load"}, {"library", library_.string()}}, {}, timeout);
+    WorkerReply lr = send_library(timeout);
     if (!lr.ok) return lr;
   }
   return raw_request(header, payload, timeout);
@@ -128,9 +217,33 @@ WorkerReply WorkerClient::raw_request(const json& header, const std::vector<std:
   return r;
 }
 
+WorkerReply WorkerClient::send_library(std::chrono::milliseconds timeout) {
+  std::vector<std::byte> bytes = read_bytes(library_);
+  return raw_request({{"op", "load"}, {"library", library_.filename().string()}, {"library_bytes", bytes.size()}},
+                     {{bytes.data(), bytes.size()}}, timeout);
+}
+
+// A library whose run paths lie outside the folders the running worker may read (a torch-binding
+// candidate: PyTorch's libraries, and the site-packages folder whose CUDA libraries they load)
+// needs a worker started with them.
+void WorkerClient::allow_library_folders(const std::vector<std::byte>& library) {
+  bool added = false;
+  for (const std::string& dir : elf_run_paths(library)) {
+    fs::path tree = dir;
+    std::string s = tree.lexically_normal().string();
+    if (size_t sp = s.find("/site-packages/"); sp != std::string::npos) tree = s.substr(0, sp + 14);
+    if (std::find(read_trees_.begin(), read_trees_.end(), tree) != read_trees_.end()) continue;
+    read_trees_.push_back(tree);
+    added = true;
+  }
+  if (added && child_.running()) stop();
+}
+
 WorkerReply WorkerClient::load(const std::filesystem::path& library, std::chrono::milliseconds timeout) {
   library_ = library;
-  return request({{"op", "load"}, {"library", library.string()}}, {}, timeout);
+  allow_library_folders(read_bytes(library));
+  hello();
+  return send_library(timeout);
 }
 
 WorkerReply WorkerClient::calibrate(const json& request, std::chrono::milliseconds timeout) {

@@ -1,6 +1,8 @@
-// judge/worker_client.h — the judge's handle on one worker process: starts it, sends requests
-// with deadlines, and turns every way a worker can fail (death by signal, exit, hang, device
-// fault) into a typed failure. A failed worker is killed; the next request starts a fresh one.
+// judge/worker_client.h — the judge's handle on one worker process: starts it (sandboxed, with a
+// scrubbed environment and no inherited files; judge/sandbox.h), sends requests with deadlines,
+// and turns every way a worker can fail (death by signal, exit, hang, device fault) into a typed
+// failure. A failed worker is killed; the next request starts a fresh one. Candidate libraries
+// travel as bytes: the worker reads no KernelArc folder.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -58,7 +60,11 @@ class WorkerClient {
   Child child_;
   nlohmann::json hello_;
   std::filesystem::path library_;  // reloaded into every fresh worker
+  std::vector<std::filesystem::path> read_trees_;  // library folders the sandbox lets the worker read
   int restarts_ = -1;
+  void start_worker();
+  void allow_library_folders(const std::vector<std::byte>& library);
+  WorkerReply send_library(std::chrono::milliseconds timeout);
   WorkerReply raw_request(const nlohmann::json& header, const std::vector<std::pair<const void*, size_t>>& payload,
                           std::chrono::milliseconds timeout);
   WorkerReply request(const nlohmann::json& header, const std::vector<std::pair<const void*, size_t>>& payload,

@@ -17,6 +17,31 @@ namespace {
 
 using json = nlohmann::ordered_json;  // keeps object keys in file order
 
+// A blob path must stay inside its problem folder: relative, no '..' step, and no symlink on the
+// way (in the folder or of the blob itself) that resolves outside it. `dir` empty: lexical checks only.
+void check_blob_path(const std::string& rel, const std::filesystem::path& dir, const std::string& where,
+                     const std::string& field_path) {
+  namespace fs = std::filesystem;
+  const fs::path p(rel);
+  auto refuse = [&](std::string_view why) {
+    user_error("{}: {}path '{}' leads outside the problem folder ({})", where, field_path, rel, why);
+  };
+  if (rel.empty()) user_error("{}: {}path is empty", where, field_path);
+  if (p.is_absolute() || p.has_root_name() || p.has_root_directory()) refuse("an absolute path");
+  for (const auto& part : p)
+    if (part == "..") refuse("a '..' step");
+  if (dir.empty()) return;
+  std::error_code ec;
+  fs::path root = fs::weakly_canonical(dir, ec);
+  if (ec) return;  // the folder itself is unreadable; reported elsewhere
+  if (!root.has_filename()) root = root.parent_path();  // "dir/" → "dir"
+  const fs::path resolved = fs::weakly_canonical(dir / p, ec);
+  if (ec) return;
+  auto r = resolved.begin();
+  for (auto d = root.begin(); d != root.end(); ++d, ++r)
+    if (r == resolved.end() || *r != *d) refuse(fmt::format("a symlink to {}", resolved.string()));
+}
+
 const json& field(const json& j, const char* key, const std::string& where, const std::string& path) {
   if (!j.is_object() || !j.contains(key)) user_error("{}: missing field '{}{}'", where, path, key);
   return j[key];
@@ -375,6 +400,7 @@ Workload parse_workload_line(const Definition& def, std::string_view line, const
       src.kind = InputSource::Safetensors;
       src.path = str_field(s, "path", where, path);
       src.tensor_key = str_field(s, "tensor_key", where, path);
+      check_blob_path(src.path, dir, where, path);
       if (!dir.empty()) {
         auto blob = dir / src.path;
         std::string why;

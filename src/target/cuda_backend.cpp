@@ -3,12 +3,19 @@
 // a call's time is the span from the first start to the last end of every kernel, memcpy and
 // memset whose launching API call (runtime or driver, any thread, any stream) began between the
 // timestamps taken just before and just after the call (docs/sol-execbench-rules.md §5.3).
+// The activity records live in the candidate's process, so they are cross-checked (docs/judge.md,
+// "Timer"): the judge's CUPTI subscriber (the only one CUPTI allows) counts every launch, copy and
+// memset the call makes, each of which must have its record; the device must go idle after the
+// call returns within the records' span plus a margin (host clock around a device-wide sync);
+// records must lie within the call; no kernel may run outside the timed calls; and the judge's own
+// memset after the last call must still be recorded. A failed check is a timing_mismatch.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -27,6 +34,7 @@ struct Activity {
   uint32_t correlation;
   uint64_t start, end;
   std::string what;
+  bool kernel;
 };
 
 struct Api {
@@ -38,6 +46,62 @@ std::mutex g_mu;
 std::vector<Activity> g_acts;
 std::vector<Api> g_apis;
 std::atomic<size_t> g_dropped{0};
+
+// What the judge's subscriber saw launched while a window was open (a timed call, or the judge's
+// own closing probe): kernels (graphs count as one), and copies and memsets.
+struct Launches {
+  int kernels = 0, graphs = 0, copies = 0;
+};
+std::atomic<int> g_window{-1};
+std::vector<Launches> g_launches;  // by window, under g_mu
+
+enum class LaunchKind { none, kernel, graph, copy };
+LaunchKind g_kind_of[CUPTI_DRIVER_TRACE_CBID_SIZE];  // by driver callback id
+
+void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  const int w = g_window.load(std::memory_order_relaxed);
+  if (w < 0 || domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) return;
+  if (static_cast<const CUpti_CallbackData*>(data)->callbackSite != CUPTI_API_ENTER) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (static_cast<size_t>(w) >= g_launches.size()) return;
+  switch (g_kind_of[cbid]) {
+    case LaunchKind::kernel: ++g_launches[static_cast<size_t>(w)].kernels; break;
+    case LaunchKind::graph: ++g_launches[static_cast<size_t>(w)].graphs; break;
+    case LaunchKind::copy: ++g_launches[static_cast<size_t>(w)].copies; break;
+    case LaunchKind::none: break;
+  }
+}
+
+// Subscribes the judge to every driver entry point that puts work on the device (by name:
+// cuLaunch*, cuGraphLaunch*, cuMemcpy*, cuMemset*). Holding CUPTI's only subscriber also keeps
+// the candidate from subscribing. Returns the reason when it cannot.
+std::string subscribe_launches() {
+  static CUpti_SubscriberHandle sub = nullptr;
+  CUptiResult r = cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(on_driver_call), nullptr);
+  if (r != CUPTI_SUCCESS) {
+    const char* s = nullptr;
+    cuptiGetResultString(r, &s);
+    return s ? s : "cuptiSubscribe failed";
+  }
+  for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name) continue;
+    std::string_view n(name);
+    LaunchKind k = n.rfind("cuGraphLaunch", 0) == 0                                       ? LaunchKind::graph
+                   : n.rfind("cuLaunch", 0) == 0 && n.find("HostFunc") == std::string_view::npos ? LaunchKind::kernel
+                   : n.rfind("cuMemcpy", 0) == 0 || n.rfind("cuMemset", 0) == 0           ? LaunchKind::copy
+                                                                                          : LaunchKind::none;
+    g_kind_of[id] = k;
+    if (k != LaunchKind::none) cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  }
+  return {};
+}
+
+// The margin of the idle check: after the call returns, the device may stay busy for the records'
+// span plus this (launch latency, the host's wake-up from the sync, a loaded host) (docs/judge.md).
+constexpr double kTailSlackUs = 50.0, kTailSlackOfSpan = 0.25;
+// Records may start before the call's first timestamp or end after the sync by this much at most.
+constexpr uint64_t kClockSlackNs = 2000;
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = 8u << 20;
@@ -64,17 +128,18 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
-        g_acts.push_back({k->correlationId, k->start, k->end, k->name ? k->name : "kernel"});
+        g_acts.push_back({k->correlationId, k->start, k->end, k->name ? k->name : "kernel", true});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
-        g_acts.push_back({m->correlationId, m->start, m->end, "memcpy_" + memcpy_kind(m->copyKind) + "_" + std::to_string(m->bytes)});
+        g_acts.push_back({m->correlationId, m->start, m->end,
+                          "memcpy_" + memcpy_kind(m->copyKind) + "_" + std::to_string(m->bytes), false});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
-        g_acts.push_back({m->correlationId, m->start, m->end, "memset_" + std::to_string(m->bytes)});
+        g_acts.push_back({m->correlationId, m->start, m->end, "memset_" + std::to_string(m->bytes), false});
         break;
       }
       case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -204,6 +269,10 @@ class CudaBackend final : public Backend {
     check(cudaMalloc(&flush_, flush_bytes_), "cudaMalloc(flush buffer)");
     CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) user_error("CUPTI is not usable: {}", cupti_error(r));
+    no_subscriber_ = subscribe_launches();
+    if (!no_subscriber_.empty())
+      std::fprintf(stderr, "timer: no CUPTI subscriber (%s): launches are not counted against the records\n",
+                   no_subscriber_.c_str());
   }
   ~CudaBackend() override { cudaFree(flush_); }
 
@@ -260,67 +329,49 @@ class CudaBackend final : public Backend {
       std::lock_guard<std::mutex> lock(g_mu);
       g_acts.clear();
       g_apis.clear();
+      g_launches.assign(static_cast<size_t>(iterations) + 1, Launches{});
     }
     for (auto k : kKinds) {
       CUptiResult r = cuptiActivityEnable(k);
       if (r != CUPTI_SUCCESS) throw BackendFault{"runtime_error", "CUPTI: " + cupti_error(r), false};
     }
     sync();
-    std::vector<std::pair<uint64_t, uint64_t>> windows;
+    std::vector<CallClock> clocks(static_cast<size_t>(iterations) + 1);
     try {
       for (int i = 0; i < iterations; ++i) {
+        CallClock& c = clocks[static_cast<size_t>(i)];
         setup(warmup + i);
+        cuptiGetTimestamp(&c.f0);
         check(cudaMemsetAsync(flush_, 0, flush_bytes_, 0), "L2 flush");
-        sync();
-        uint64_t t0 = 0, t1 = 0;
-        cuptiGetTimestamp(&t0);
+        sync();  // the flush and the judge's copies are done before the candidate starts on any stream
+        cuptiGetTimestamp(&c.f1);
+        cuptiGetTimestamp(&c.t0);
+        g_window.store(i);
         call();
-        cuptiGetTimestamp(&t1);
+        g_window.store(-1);
+        cuptiGetTimestamp(&c.t1);
         sync();
-        windows.emplace_back(t0, t1);
+        cuptiGetTimestamp(&c.t2);
         after(warmup + i);
       }
     } catch (...) {  // a fault or a guard hit mid-run: leave CUPTI off for the next run's warm-up
+      g_window.store(-1);
       for (auto k : kKinds) cuptiActivityDisable(k);
       throw;
     }
+    // The judge's probe: a memset of its own that CUPTI must still count and record.
+    CallClock& probe = clocks.back();
+    cuptiGetTimestamp(&probe.t0);
+    g_window.store(iterations);
+    check(cudaMemsetAsync(flush_, 0, 4, 0), "probe memset");
+    g_window.store(-1);
+    cuptiGetTimestamp(&probe.t1);
+    sync();
+    cuptiGetTimestamp(&probe.t2);
     cuptiActivityFlushAll(1);
     for (auto k : kKinds) cuptiActivityDisable(k);
     cuptiActivityFlushAll(1);
-
-    std::lock_guard<std::mutex> lock(g_mu);
-    std::map<uint32_t, int> iteration_of;  // correlation id -> iteration
-    for (const auto& a : g_apis)
-      for (size_t i = 0; i < windows.size(); ++i)
-        if (a.start >= windows[i].first && a.start <= windows[i].second) {
-          iteration_of[a.correlation] = static_cast<int>(i);
-          break;
-        }
-    std::vector<uint64_t> lo(windows.size(), UINT64_MAX), hi(windows.size(), 0);
-    std::vector<std::set<std::string>> names(windows.size());
-    for (const auto& a : g_acts) {
-      auto it = iteration_of.find(a.correlation);
-      if (it == iteration_of.end()) continue;
-      lo[static_cast<size_t>(it->second)] = std::min(lo[static_cast<size_t>(it->second)], a.start);
-      hi[static_cast<size_t>(it->second)] = std::max(hi[static_cast<size_t>(it->second)], a.end);
-      names[static_cast<size_t>(it->second)].insert(a.what);
-    }
-    TimingResult r;
-    for (size_t i = 0; i < windows.size(); ++i) {
-      if (hi[i] == 0)
-        throw BackendFault{"runtime_error",
-                           fmt::format("timed call {} launched no device work (kernel, copy or memset)", i), false};
-      if (names[i] != names[0])
-        throw BackendFault{"runtime_error",
-                           fmt::format("timed call {} ran a different set of device activities than call 0 "
-                                       "(SOL-ExecBench rejects inconsistent kernels)", i),
-                           false};
-      r.samples_us.push_back(static_cast<double>(hi[i] - lo[i]) / 1000.0);
-    }
-    r.activity.assign(names[0].begin(), names[0].end());
-    if (g_dropped > 0)
-      throw BackendFault{"runtime_error", fmt::format("CUPTI dropped {} activity records", g_dropped.load()), false};
-    return r;
+    return read_records(clocks);
   }
 
   nlohmann::json calibrate(const nlohmann::json& req) override {
@@ -456,6 +507,94 @@ class CudaBackend final : public Backend {
   int device_ = 0;
   void* flush_ = nullptr;
   size_t flush_bytes_ = 0;
+  std::string no_subscriber_;  // why the judge has no CUPTI subscriber (launch counts off), if so
+
+  // CUPTI timestamps (ns) around one timed call: the flush's enqueueing, the call, the sync after.
+  struct CallClock {
+    uint64_t f0 = 0, f1 = 0, t0 = 0, t1 = 0, t2 = 0;
+  };
+  // What the records say about one window.
+  struct Window {
+    uint64_t lo = UINT64_MAX, hi = 0, flush_end = 0;
+    int records = 0, kernels = 0, copies = 0;
+    std::set<std::string> names;
+  };
+
+  static BackendFault mismatch(std::string msg) { return {"timing_mismatch", std::move(msg), false}; }
+
+  // The activity records of a timing run, attributed to its windows (the last one is the judge's
+  // probe) through the API records that launched them, and cross-checked; the samples.
+  TimingResult read_records(const std::vector<CallClock>& clocks) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    const size_t n = clocks.size() - 1;
+    std::map<uint32_t, size_t> call_of, flush_of;  // correlation id -> window
+    for (const auto& a : g_apis)
+      for (size_t i = 0; i < clocks.size(); ++i) {
+        if (a.start >= clocks[i].t0 && a.start <= clocks[i].t1) call_of[a.correlation] = i;
+        else if (a.start >= clocks[i].f0 && a.start <= clocks[i].f1) flush_of[a.correlation] = i;
+        else continue;
+        break;
+      }
+    std::vector<Window> w(clocks.size());
+    int outside_kernels = 0;
+    for (const auto& a : g_acts) {
+      if (auto it = call_of.find(a.correlation); it != call_of.end()) {
+        Window& x = w[it->second];
+        x.lo = std::min(x.lo, a.start);
+        x.hi = std::max(x.hi, a.end);
+        x.names.insert(a.what);
+        ++x.records;
+        (a.kernel ? x.kernels : x.copies)++;
+      } else if (auto f = flush_of.find(a.correlation); f != flush_of.end()) {
+        w[f->second].flush_end = std::max(w[f->second].flush_end, a.end);
+      } else if (a.kernel) {
+        ++outside_kernels;
+      }
+    }
+    TimingResult r;
+    std::vector<double> idle_after_us;
+    for (size_t i = 0; i < n; ++i) {
+      check_window(i, w[i], clocks[i], g_launches[i]);
+      if (w[i].names != w[0].names)
+        throw BackendFault{"runtime_error",
+                           fmt::format("timed call {} ran a different set of device activities than call 0 "
+                                       "(SOL-ExecBench rejects inconsistent kernels)", i),
+                           false};
+      r.samples_us.push_back(static_cast<double>(w[i].hi - w[i].lo) / 1000.0);
+      const uint64_t expected_idle = std::max({w[i].hi, clocks[i].t1, w[i].flush_end});
+      idle_after_us.push_back(clocks[i].t2 > expected_idle ? static_cast<double>(clocks[i].t2 - expected_idle) / 1000.0 : 0.0);
+    }
+    if (double busy = median_of(idle_after_us); busy > kTailSlackUs + kTailSlackOfSpan * median_of(r.samples_us))
+      throw mismatch(fmt::format("the device stayed busy a median {:.1f} us after each call's last recorded activity "
+                                 "(margin {:.0f} us + {:.0f}% of the span): work ran that the activity records do not show",
+                                 busy, kTailSlackUs, 100 * kTailSlackOfSpan));
+    if (outside_kernels > 0)
+      throw mismatch(fmt::format("{} kernels ran during the timing run outside the timed calls", outside_kernels));
+    if (w[n].records == 0 || (no_subscriber_.empty() && g_launches[n].copies == 0))
+      throw mismatch("the judge's own memset after the timed calls went unrecorded: CUPTI was switched off, reset or "
+                     "taken over during the calls");
+    r.activity.assign(w[0].names.begin(), w[0].names.end());
+    if (g_dropped > 0)
+      throw BackendFault{"runtime_error", fmt::format("CUPTI dropped {} activity records", g_dropped.load()), false};
+    return r;
+  }
+
+  // One timed call: records present for everything the judge's subscriber saw launched, and
+  // within the call's time.
+  void check_window(size_t i, const Window& w, const CallClock& c, const Launches& l) const {
+    const int launched = l.kernels + l.graphs + l.copies;
+    if (w.records == 0 && launched == 0)
+      throw BackendFault{"runtime_error", fmt::format("timed call {} launched no device work (kernel, copy or memset)", i),
+                         false};
+    if (w.kernels < l.kernels || w.copies < l.copies || w.records < launched)
+      throw mismatch(fmt::format("timed call {} launched {} kernels, {} graphs and {} copies or memsets, and only {} "
+                                 "kernels and {} copies or memsets have activity records (switched off or taken over)",
+                                 i, l.kernels, l.graphs, l.copies, w.kernels, w.copies));
+    if (w.lo + kClockSlackNs < c.t0 || w.hi > c.t2 + kClockSlackNs)
+      throw mismatch(fmt::format("activity records of timed call {} lie outside the call ({} ns before its start, "
+                                 "{} ns after the sync that ended it)",
+                                 i, w.lo < c.t0 ? c.t0 - w.lo : 0, w.hi > c.t2 ? w.hi - c.t2 : 0));
+  }
 
   std::string uuid_str() const {
     std::string s;

@@ -1,12 +1,20 @@
 // target/host_backend.cpp — the host (CPU) target: host memory, a last-level-cache flush by
-// writing twice its size, and wall-clock timing of each call (steady_clock).
+// writing twice its size, and wall-clock timing of each call (steady_clock). The CPU time the
+// process spends outside the timed calls on threads other than the judge's is counted: a
+// candidate that returns at once and computes afterwards on a thread of its own ("lazy" calls)
+// gets a timing_mismatch (docs/judge.md, "Timer").
+#include <fmt/format.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "target/backend.h"
@@ -27,6 +35,50 @@ size_t last_level_cache_bytes() {
   }
   return best ? best : (32u << 20);
 }
+
+// CPU time of the process's other threads, thread by thread (each thread's own clock is exact;
+// the process-wide clock lags by tens of µs in a multithreaded process), and of the process as a
+// whole for threads that ended in between.
+struct OtherThreads {
+  std::map<pid_t, double> cpu_us;  // thread id -> CPU time
+  double process_us = 0, self_us = 0;
+
+  static double clock_us(clockid_t id) {
+    timespec t{};
+    if (::clock_gettime(id, &t) != 0) return -1;
+    return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+  }
+  static OtherThreads now() {
+    OtherThreads o;
+    const pid_t self = static_cast<pid_t>(::syscall(SYS_gettid));
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+      const pid_t tid = static_cast<pid_t>(std::atoi(e.path().filename().c_str()));
+      const clockid_t cpu = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);  // its CPUCLOCK_SCHED
+      if (double us = tid == self ? -1 : clock_us(cpu); us >= 0) o.cpu_us[tid] = us;
+    }
+    o.process_us = clock_us(CLOCK_PROCESS_CPUTIME_ID);
+    o.self_us = clock_us(CLOCK_THREAD_CPUTIME_ID);
+    return o;
+  }
+  // CPU time the other threads used since `before`: exact for threads alive at both samples (new
+  // ones from zero); where one ended in between, the process clock's figure, if larger.
+  double since(const OtherThreads& before) const {
+    double sum = 0;
+    bool ended = false;
+    for (const auto& [tid, us] : cpu_us) {
+      auto b = before.cpu_us.find(tid);
+      sum += b == before.cpu_us.end() ? us : std::max(0.0, us - b->second);
+    }
+    for (const auto& [tid, us] : before.cpu_us) ended |= !cpu_us.count(tid);
+    if (ended) sum = std::max(sum, (process_us - before.process_us) - (self_us - before.self_us));
+    return sum;
+  }
+};
+
+// Margin of the lazy-call check: other threads may use this much CPU between the timed calls
+// (the worker has none of its own; idle OpenMP threads sleep, OMP_WAIT_POLICY=PASSIVE).
+constexpr double kOutsideFloorUs = 100, kOutsideOfTimed = 0.25;
 
 class HostBackend final : public Backend {
  public:
@@ -56,15 +108,29 @@ class HostBackend final : public Backend {
   TimingResult time_calls(int warmup, int iterations, const std::function<void(int)>& setup,
                           const std::function<void()>& call, const std::function<void(int)>& after) override {
     TimingResult r;
+    double others_outside_us = 0;  // CPU time of threads other than this one, between timed calls
+    OtherThreads last;
     for (int i = 0; i < warmup + iterations; ++i) {
       setup(i);
       flush();
+      if (i > warmup) others_outside_us += OtherThreads::now().since(last);
       auto t0 = std::chrono::steady_clock::now();
       call();
       auto t1 = std::chrono::steady_clock::now();
+      last = OtherThreads::now();
       if (i >= warmup) r.samples_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       after(i);
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // lets work left after the last call show
+    others_outside_us += OtherThreads::now().since(last);
+    double timed_us = 0;
+    for (double v : r.samples_us) timed_us += v;
+    if (others_outside_us > kOutsideFloorUs + kOutsideOfTimed * timed_us)
+      throw BackendFault{"timing_mismatch",
+                         fmt::format("the candidate's threads ran {:.0f} us of CPU outside the timed calls (the calls "
+                                     "took {:.0f} us; margin {:.0f} us + {:.0f}%): work deferred past the timer",
+                                     others_outside_us, timed_us, kOutsideFloorUs, 100 * kOutsideOfTimed),
+                         false};
     r.activity = {"host call"};
     return r;
   }

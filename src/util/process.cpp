@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,13 +36,25 @@ void fill_status(RunResult& r, int status) {
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
 }
 
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                             bool env_only = false) {
   ::setpgid(0, 0);
+  if (env_only) ::clearenv();
   for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
   auto a = cargv(argv);
   ::execvp(a[0], a.data());
   std::fprintf(stderr, "cannot execute %s: %s\n", a[0], std::strerror(errno));
   ::_exit(127);
+}
+
+// A long-lived child (a worker running candidates) must not inherit the parent's other open
+// files, e.g. a cache file another thread is reading without O_CLOEXEC.
+void close_inherited_fds() {
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
+#endif
+  long max = ::sysconf(_SC_OPEN_MAX);
+  for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); ++fd) ::close(fd);
 }
 
 }  // namespace
@@ -106,7 +119,7 @@ Child::~Child() {
 }
 
 void Child::start(const std::vector<std::string>& argv, const std::string& stderr_path,
-                  const std::vector<std::string>& extra_env) {
+                  const std::vector<std::string>& extra_env, bool env_only) {
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   pid_t pid = ::fork();
@@ -116,7 +129,8 @@ void Child::start(const std::vector<std::string>& argv, const std::string& stder
     ::dup2(out[1], 1);
     int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (err >= 0) ::dup2(err, 2);
-    exec_child(argv, extra_env);
+    close_inherited_fds();
+    exec_child(argv, extra_env, env_only);
   }
   ::close(in[0]);
   ::close(out[1]);

@@ -35,8 +35,9 @@ class Child {
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
+  // `env_only`: the child gets exactly extra_env as its environment (nothing inherited).
   void start(const std::vector<std::string>& argv, const std::string& stderr_path,
-             const std::vector<std::string>& extra_env = {});
+             const std::vector<std::string>& extra_env = {}, bool env_only = false);
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   // Writes all bytes; false if the child is gone.

@@ -18,14 +18,18 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <kernelarc/abi.h>
 #include <map>
 
 #include "judge/protocol.h"
+#include "judge/sandbox.h"
 #include "problem/dtype.h"
 #include "target/backend.h"
 #include "util/error.h"
@@ -78,13 +82,16 @@ struct Buffers {
 
 class Worker {
  public:
-  Worker(int in, int out, std::unique_ptr<Backend> b) : in_(in), out_(out), be_(std::move(b)) {}
+  Worker(int in, int out, std::unique_ptr<Backend> b, json sandbox)
+      : in_(in), out_(out), be_(std::move(b)), sandbox_(std::move(sandbox)) {}
   ~Worker() {
     for (auto& [id, s] : sets_) release(s);
   }
 
   int loop() {
-    if (!wire::write_message(out_, {{"ok", true}, {"target", be_->name()}, {"device", be_->device_info()}})) return 1;
+    if (!wire::write_message(out_, {{"ok", true}, {"target", be_->name()}, {"device", be_->device_info()},
+                                    {"sandbox", sandbox_}}))
+      return 1;
     for (;;) {
       json h;
       if (!wire::read_header(in_, h)) return 0;  // judge went away
@@ -122,6 +129,7 @@ class Worker {
  private:
   int in_, out_;
   std::unique_ptr<Backend> be_;
+  json sandbox_;  // what the worker's sandbox holds (judge/sandbox.h), for the hello
   std::vector<void*> libs_;
   EntryFn entry_ = nullptr;
 
@@ -144,14 +152,31 @@ class Worker {
   void load(const json& h) {
     // A worker judges one candidate after another; earlier libraries stay loaded (unloading
     // device code mid-process is not worth the risk) and the newest one is the active entry.
-    std::string path = h.at("library");
     entry_ = nullptr;
+    std::string path = library_from_payload(h);
     void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) throw BackendFault{"compile_error", std::string("cannot load the candidate: ") + ::dlerror(), false};
     libs_.push_back(lib);
     entry_ = reinterpret_cast<EntryFn>(::dlsym(lib, "kernelarc_entry"));
     if (!entry_) throw BackendFault{"compile_error", "the candidate library exports no kernelarc_entry", false};
     wire::write_message(out_, {{"ok", true}});
+  }
+
+  // The candidate library comes as the load's payload (the sandbox lets the worker read no
+  // KernelArc folder): it is written to an anonymous memory file, loaded through /proc/self/fd.
+  // The file stays open: a closed one's number, reused, would name an already loaded library.
+  std::string library_from_payload(const json& h) {
+    const size_t n = h.at("library_bytes");
+    std::vector<char> bytes(n);
+    if (!wire::read_full(in_, bytes.data(), n)) throw BackendFault{"runtime_error", "short payload", true};
+    int fd = ::memfd_create("candidate.so", MFD_CLOEXEC);
+    if (fd < 0) throw BackendFault{"runtime_error", std::string("memfd_create: ") + std::strerror(errno), false};
+    for (size_t off = 0; off < n;) {
+      ssize_t w = ::write(fd, bytes.data() + off, n - off);
+      if (w <= 0) throw BackendFault{"runtime_error", std::string("writing the candidate: ") + std::strerror(errno), false};
+      off += static_cast<size_t>(w);
+    }
+    return fmt::format("/proc/self/fd/{}", fd);
   }
 
   std::vector<Arg> read_args(const json& h) {
@@ -368,7 +393,10 @@ void Worker::after_call(const std::vector<KeptSet*>& sets, size_t cur, const std
 
 }  // namespace
 
-int worker_main(const std::string& target) {
+int worker_main(const std::string& target, const SandboxPolicy& sandbox) {
+  // First, single-threaded, before the backend opens the device: the sandbox (judge/sandbox.h).
+  SandboxReport jail = enter_sandbox(sandbox);
+  std::fprintf(stderr, "%s\n", jail.summary().c_str());
   int in = ::dup(0), out = ::dup(1);
   ::fcntl(in, F_SETFD, FD_CLOEXEC);
   ::fcntl(out, F_SETFD, FD_CLOEXEC);
@@ -385,7 +413,7 @@ int worker_main(const std::string& target) {
     wire::write_message(out, {{"ok", false}, {"verdict", f.verdict}, {"message", f.message}, {"fatal", true}});
     return 2;
   }
-  return Worker(in, out, std::move(be)).loop();
+  return Worker(in, out, std::move(be), json{{"on", jail.on}, {"off", jail.off}}).loop();
 }
 
 }  // namespace ka

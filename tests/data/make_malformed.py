@@ -101,6 +101,7 @@ class Problem:
         self.blobs = {f"blobs/{UUIDS[0]}.safetensors": indptr_blob(3), f"blobs/{UUIDS[1]}.safetensors": indptr_blob(5)}
         self.definition_text = None  # overrides the JSON dump
         self.workload_lines = None  # overrides the JSON dumps, one string per line
+        self.symlinks = {}  # path in the folder -> link target (written in place of a blob)
 
     def write(self, d: Path):
         if d.exists():
@@ -112,6 +113,9 @@ class Problem:
         (d / "workload.jsonl").write_text("".join(l + "\n" for l in lines))
         for rel, data in self.blobs.items():
             (d / rel).write_bytes(data)
+        for rel, target in self.symlinks.items():
+            (d / rel).unlink(missing_ok=True)
+            (d / rel).symlink_to(target)
 
 
 def variants():
@@ -307,6 +311,21 @@ def variants():
         h = json.dumps(header, separators=(",", ":")).encode()
         h += b" " * ((8 - (8 + len(h)) % 8) % 8)
         p.blobs[f"blobs/{UUIDS[1]}.safetensors"] = struct.pack("<Q", len(h)) + h + raw
+
+    # ---- blob paths leading out of the problem folder (always errors, never read) ----
+    outside = f"valid/base/blobs/{UUIDS[1]}.safetensors"  # a well-formed blob of another folder
+
+    @variant("48_blob_path_dotdot")
+    def _(p):
+        p.workloads[1]["inputs"]["indptr"]["path"] = f"blobs/../../../{outside}"
+
+    @variant("49_blob_path_absolute")
+    def _(p):
+        p.workloads[1]["inputs"]["indptr"]["path"] = "/etc/passwd"
+
+    @variant("50_blob_symlink_escape")
+    def _(p):
+        p.symlinks[f"blobs/{UUIDS[1]}.safetensors"] = f"../../../{outside}"
 
     return v
 
