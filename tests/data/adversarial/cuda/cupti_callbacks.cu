@@ -3,7 +3,7 @@
 // computes honestly: no record reaches the judge, so a judge that reads a missing record as no
 // time would report none.
 // Expected: timing_mismatch (launches counted, no record) — never a fast time. Run by
-// bench/judge_sandbox.sh.
+// bench/regress/judge_sandbox.sh.
 #include <dlfcn.h>
 #include <kernelarc/abi.h>
 

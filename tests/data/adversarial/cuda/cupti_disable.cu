@@ -3,7 +3,7 @@
 // back on and launches an empty kernel: the records show only the empty kernel, a near-zero time
 // for a judge that trusts them.
 // Expected: timing_mismatch (the judge's subscriber counted two kernel launches; one record came
-// back). Run by bench/judge_sandbox.sh.
+// back). Run by bench/regress/judge_sandbox.sh.
 #include <dlfcn.h>
 #include <kernelarc/abi.h>
 

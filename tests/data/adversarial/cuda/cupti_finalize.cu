@@ -1,7 +1,7 @@
 // Adversarial candidate for 021_rmsnorm_h128 (cuda target): tears CUPTI down (cuptiFinalize) in
 // every call before computing honestly, so that no record of its work reaches the judge.
 // Expected: not passed — timing_mismatch or runtime_error (missing records are an error, never a
-// fast time). Run by bench/judge_sandbox.sh.
+// fast time). Run by bench/regress/judge_sandbox.sh.
 #include <dlfcn.h>
 #include <kernelarc/abi.h>
 

@@ -2,7 +2,7 @@
 // non-blocking stream of its own with CUPTI's kernel records off, leaves it running, and launches
 // an empty kernel on the default stream with records on: the records show the empty kernel only.
 // Expected: timing_mismatch (launch count; for long kernels also the device busy after the last
-// record). Run by bench/judge_sandbox.sh.
+// record). Run by bench/regress/judge_sandbox.sh.
 #include <dlfcn.h>
 #include <kernelarc/abi.h>
 

@@ -3,7 +3,7 @@
 // launches an empty kernel and has a thread of its own launch the real kernel on a hidden stream
 // just after the call returned, outside the timer's window.
 // Expected: timing_mismatch (a kernel ran between the timed calls), or wrong_answer where timed
-// calls look like check calls and their outputs are checked. Run by bench/judge_sandbox.sh.
+// calls look like check calls and their outputs are checked. Run by bench/regress/judge_sandbox.sh.
 #include <dlfcn.h>
 #include <kernelarc/abi.h>
 

@@ -4,7 +4,7 @@
 // judge's command line (/proc/<judge>/cmdline: the problem folder, the solution file) to read the
 // workloads or the reference. It computes RMSNorm honestly; a success ends it with an exit code
 // of 46-48 (a crash verdict).
-// Expected: passed, every attempt denied (bench/judge_sandbox.sh).
+// Expected: passed, every attempt denied (bench/regress/judge_sandbox.sh).
 #include <fcntl.h>
 #include <kernelarc/abi.h>
 #include <cuda_bf16.h>

@@ -4,7 +4,7 @@
 // computes RMSNorm honestly; any access that succeeds ends it with an exit code of 43-45 (a crash
 // verdict). (process_vm_readv at an unmapped address failing with EFAULT, not EPERM, counts as
 // access: the permission check came first and passed.)
-// Expected: passed, every attempt denied (bench/judge_sandbox.sh).
+// Expected: passed, every attempt denied (bench/regress/judge_sandbox.sh).
 #include <fcntl.h>
 #include <kernelarc/abi.h>
 #include <cuda_bf16.h>

@@ -3,7 +3,7 @@
 // environment (KERNELARC_CACHE, HOME), and the worker log its stderr is written to (which lies in
 // the cache's logs folder) — and tries to list or read anything under it. It computes RMSNorm
 // honestly; if it can read one byte of the cache it exits with code 42 (a crash verdict).
-// Expected: passed, with every attempt denied (bench/judge_sandbox.sh; with KERNELARC_SANDBOX=off,
+// Expected: passed, with every attempt denied (bench/regress/judge_sandbox.sh; with KERNELARC_SANDBOX=off,
 // a crash: exit code 42).
 #include <dirent.h>
 #include <fcntl.h>

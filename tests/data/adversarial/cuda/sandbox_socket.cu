@@ -1,7 +1,7 @@
 // Adversarial candidate for 021_rmsnorm_h128 (cuda target): tries to reach the network (to
 // fetch answers or send inputs out): sockets of the IPv4, IPv6, netlink and packet families. It
 // computes RMSNorm honestly; a socket it gets ends it with exit code 49 (a crash verdict).
-// Expected: passed, every socket refused (bench/judge_sandbox.sh).
+// Expected: passed, every socket refused (bench/regress/judge_sandbox.sh).
 #include <kernelarc/abi.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

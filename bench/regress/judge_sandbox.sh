@@ -11,11 +11,8 @@
 #      KERNELARC_SANDBOX=off, alternating, twice each; with K_BASE=<a kernelarc built from the
 #      previous main> also by that binary (the whole change's cost): median per workload and ratio.
 set -uo pipefail
-FINAL=${OUT:-/tmp/ka-out}
-OUT=$FINAL/sandbox
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
-export KERNELARC_CACHE=${KERNELARC_CACHE:-/tmp/ka-cache}
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+bench_out sandbox
 K=${K:-.dev/bin/kernelarc}
 P=.data/problems/sol-execbench/FlashInfer-Bench
 summary=()
