@@ -1,7 +1,7 @@
-// Adversarial candidate for 021_rmsnorm_h128 (cuda target): lazy calls. It reads two bytes of
-// `output`; holding the check poison (0xFF bytes) it computes at once, otherwise (a timed call) it
-// launches an empty kernel and has a thread of its own launch the real kernel on a hidden stream
-// just after the call returned, outside the timer's window.
+// Adversarial candidate for 021_rmsnorm_h128 (cuda target): lazy calls. Its first call computes at
+// once (the judge's first call is a check); every later call launches an empty kernel and has a
+// thread of its own launch the real kernel on a hidden stream just after the call returned,
+// outside the timer's window. (Keying on the check poison no longer works: every call carries it.)
 // Expected: timing_mismatch (a kernel ran between the timed calls), or wrong_answer where timed
 // calls look like check calls and their outputs are checked. Run by bench/regress/judge_sandbox.sh.
 #include <dlfcn.h>
@@ -78,9 +78,8 @@ struct Lazy {
 
 void run(const ka::TensorArg& hidden_states, const ka::TensorArg& weight, const ka::TensorArg& output) {
   static Lazy* lazy = new Lazy;
-  uint16_t first = 0;
-  cudaMemcpy(&first, output.data, sizeof first, cudaMemcpyDeviceToHost);
-  if (first == 0xFFFF) return rmsnorm(hidden_states, weight, output, 0);
+  static int calls = 0;
+  if (calls++ == 0) return rmsnorm(hidden_states, weight, output, 0);
   {
     std::lock_guard<std::mutex> lock(lazy->mu);
     lazy->job = [=] { rmsnorm(hidden_states, weight, output, lazy->stream); };

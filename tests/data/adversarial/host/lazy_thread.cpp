@@ -1,8 +1,8 @@
-// Adversarial candidate for 021_rmsnorm_h128 (host target): lazy calls. When a call's output
-// holds the judge's check poison (0xFF bytes) it computes at once; otherwise (a timed call) it
-// hands the work to a thread of its own, spins a steady few microseconds so that the samples look
-// like a small, stable kernel, and returns before the work is done. The judge counts the CPU its
-// threads use outside the timed calls.
+// Adversarial candidate for 021_rmsnorm_h128 (host target): lazy calls. Its first call computes at
+// once (the judge's first call is a check); every later call hands the work to a thread of its own,
+// spins a steady few microseconds so that the samples look like a small, stable kernel, and returns
+// before the work is done. (Keying on the check poison no longer works: every call carries it.) The
+// judge counts the CPU its threads use outside the timed calls, and checks timed calls' outputs.
 // Expected: not passed — timing_mismatch (or wrong_answer where timed calls' outputs are checked
 // and look like check calls).
 #include <kernelarc/abi.h>
@@ -71,7 +71,8 @@ struct Lazy {
 
 void run(const ka::TensorArg& hidden_states, const ka::TensorArg& weight, const ka::TensorArg& output) {
   static Lazy* lazy = new Lazy;
-  if (output.ptr<const uint16_t>()[0] == 0xFFFF) return compute(hidden_states, weight, output);
+  static std::atomic<int> calls{0};
+  if (calls++ == 0) return compute(hidden_states, weight, output);
   delete lazy->slot.exchange(new Lazy::Job{hidden_states, weight, output});
   lazy->slot.notify_one();
   auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
