@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -144,7 +145,8 @@ TEST(SoftmaxFamily, CompilesWithNvccForSm90a) {
   Candidate c = softmax().instantiate({{"VEC_BYTES", 16}, {"THREADS", 128}, {"ROWS", 1}, {"CACHE", 1}}, synthetic_softmax(4096));
   RunResult r = test::nvcc_judge_build(nvcc, c, "-gencode=arch=compute_90a,code=sm_90a", true);
   EXPECT_TRUE(r.ok()) << r.output;
-  EXPECT_EQ(r.output.find("bytes spill stores"), r.output.find("0 bytes spill stores")) << r.output;
+  // ptxas reports "N bytes spill stores" per kernel: every N must be 0.
+  EXPECT_FALSE(std::regex_search(r.output, std::regex("[1-9][0-9]* bytes spill (stores|loads)"))) << r.output;
 }
 
 }  // namespace
