@@ -167,7 +167,8 @@ std::string smallest_workload(const Problem& p) {
   double best_size = 0;
   for (const auto& w : p.workloads) {
     double s = 1;
-    for (const auto& [name, v] : w.raw.value("axes", nlohmann::json::object()).items())
+    const nlohmann::json axes = w.raw.value("axes", nlohmann::json::object());  // kept alive for the loop
+    for (const auto& [name, v] : axes.items())
       if (v.is_number_integer()) s *= static_cast<double>(v.get<int64_t>());
     if (!best || s < best_size) best = &w, best_size = s;
   }
