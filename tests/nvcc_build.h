@@ -3,6 +3,7 @@
 // one -gencode option, in a temporary folder, so that the compile tests of the families check what
 // a campaign would build. Used by the tests that need nvcc (each skips without it).
 #pragma once
+#include "util/resources.h"
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ inline RunResult nvcc_judge_build(const std::filesystem::path& nvcc, const Candi
   for (const auto& f : effective_cuda_flags(with_arch, 90)) cmd.push_back(f);
   if (verbose) cmd.insert(cmd.end(), {"-Xptxas", "-v"});
   cmd.insert(cmd.end(), {"-shared", "-Xcompiler", "-fPIC", "-I" + dir.string(),
-                         "-I" + (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (dir / "lib.so").string(),
+                         "-I" + (ka::source_root() / "include").string(), "-o", (dir / "lib.so").string(),
                          (dir / "tramp.cu").string()});
   cmd.insert(cmd.end(), c.ld_flags.begin(), c.ld_flags.end());
   RunResult r = run_command(cmd, std::chrono::minutes(5));

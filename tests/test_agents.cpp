@@ -7,6 +7,7 @@
 // dead regions are avoided; best_config / dead_region findings cite the right measurements. On the
 // dev RMSNorm problem 021 (skipped when absent) every agent proposes valid points of the shipped
 // families.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -557,7 +558,7 @@ TEST(Agents, ExploiterTakesRangeWinnersFromTheDigest) {
 // --- on a dev problem with the shipped families ----------------------------------------------------
 
 TEST(AgentsDev, ShippedFamiliesOn021) {
-  const fs::path dir = fs::path(KA_SOURCE_DIR) / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" /
+  const fs::path dir = ka::source_root() / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" /
                        "021_rmsnorm_h128";
   if (!fs::exists(dir / "definition.json")) GTEST_SKIP() << "no dev problems";
   Problem p = load_problem(dir);

@@ -4,6 +4,7 @@
 // the budget respected; a re-run of a finished campaign measures nothing; candidates get SOL
 // scores and a problem at speed-of-light stops drawing budget; SIGTERM ends a campaign with its
 // report written.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -31,7 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 
 fs::path dev_problem() { return ka::dev_rmsnorm_problem(); }
 

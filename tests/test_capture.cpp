@@ -1,6 +1,7 @@
 // test_capture.cpp — Oracle::capture: a reference captured as an operator graph (capture.py) with its
 // var axes symbolic and its inputs/outputs named as in the definition, cached per definition (a second
 // call does not run Python); a data-dependent reference is refused with the op and the source line.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -18,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 
 struct TempDir {
   fs::path path;

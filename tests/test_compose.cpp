@@ -3,6 +3,7 @@
 // generated source's faults, and, end to end through `kernelarc eval` on the host target, that a
 // composed candidate runs each workload on the part whose range holds its axis value (a part that
 // leaves the output untouched fails exactly the workloads routed to it).
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,7 @@ namespace ka {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
 Definition def_with(const std::string& axes, const std::string& inputs) {

@@ -3,6 +3,7 @@
 // search, cp.async and mbarrier bulk copies, ldmatrix + mma.sync, fp8 / fp4 / bf16 / fp16
 // conversions), built with g++ against the CPU emulator and run; and the same file compiled with
 // nvcc for sm_90a (skipped without nvcc). bench/tools/device_selftest.sh runs it on a GPU.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,7 +16,7 @@ namespace ka {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 
 TEST(DeviceLayer, PrimitivesUnderTheEmulator) {
   fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-device-").string());

@@ -5,6 +5,7 @@
 // data. A kernel that waits for its page ids by group while tracking its K/V copies on an mbarrier
 // (a producer warp's id ring) depends on both. Clusters: multicast and remote arrivals. And the attention families' seed points, emulated
 // against their definitions' references (bench/tools/attention_selftest.py --mode emu).
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -18,7 +19,7 @@ namespace ka {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 
 const char* kKernel = R"(
 #include <cstdio>

@@ -2,6 +2,7 @@
 // the stop rules, the reorder buffer, scoring, the store writes of a judged job, the outputs
 // (leaderboard, per-GPU table) and the progress line. The loop itself runs end to end in
 // test_campaign.cpp and test_runners.cpp.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -256,7 +257,7 @@ TEST(Outputs, TheProgressLineNamesTheBestAndTheRate) {
 // Two rmsnorm candidates, one faster on small batches and one on large ones: the composition
 // policy proposes their piecewise candidate; when one is faster everywhere, none.
 TEST(Piecewise, TwoCandidatesThatWinOnDifferentRangesAreComposed) {
-  const fs::path root = KA_SOURCE_DIR;
+  const fs::path root = ka::source_root();
   Problem p = load_problem(root / "examples/problems/rmsnorm_h128");
   const std::vector<DispatchAxis> axes = dispatch_axes(p.def);
   ASSERT_FALSE(axes.empty());

@@ -5,6 +5,7 @@
 // epsilon), instantiation prepends the defines; the host family's instantiated sources compile and
 // compute RMSNorm (loaded with dlopen and compared with a double-precision reference); one point of
 // the CUDA family compiles with the judge's nvcc flags when nvcc is present.
+#include "util/resources.h"
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -237,10 +238,10 @@ TEST(Families, PartsAndLayerIncludes) {
 // Piecewise candidates of families made of parts: the device-layer headers of the parts travel
 // once with the composed candidate (the parts' includes of them are hoisted).
 TEST(Families, PiecewiseOfLayeredPartsCarriesTheirHeadersOnce) {
-  Problem p = load_problem(fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128");
+  Problem p = load_problem(ka::source_root() / "examples/problems/rmsnorm_h128");
   auto ax = dispatch_axis(p.def);
   ASSERT_TRUE(ax);
-  const Family f = load_family(fs::path(KA_SOURCE_DIR) / "families" / "rmsnorm_cuda");
+  const Family f = load_family(ka::source_root() / "families" / "rmsnorm_cuda");
   Candidate a = f.instantiate({{"VEC", 8}, {"THREADS", 16}, {"ROWS", 2}, {"CACHE", 1}, {"STREAM", 0}}, p);
   Candidate b = f.instantiate({{"VEC", 4}, {"THREADS", 32}, {"ROWS", 1}, {"CACHE", 1}, {"STREAM", 1}}, p);
   Candidate c = compose_pieces({{a, 64}, {b, std::numeric_limits<int64_t>::max()}}, *ax, p.def, "pw");
@@ -262,7 +263,7 @@ TEST(Families, KnobsStr) {
 // --- on the dev problems -----------------------------------------------------------------------
 
 fs::path dev_problem(const std::string& name) {
-  return fs::path(KA_SOURCE_DIR) / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" / name;
+  return ka::source_root() / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" / name;
 }
 
 #define LOAD_DEV(var, name)                                                           \
@@ -447,7 +448,7 @@ void check_host_candidate(const Candidate& c, const Problem& p, int64_t rows, co
   fs::create_directories(dir);
   write_atomic(dir / c.entry_file, c.sources[0].content);
   write_atomic(dir / "tramp.cpp", "#include \"" + c.entry_file + "\"\nKA_ENTRY(run)\n");
-  std::vector<std::string> cmd{"c++", "-std=c++20", "-shared", "-fPIC", "-I", (fs::path(KA_SOURCE_DIR) / "include").string()};
+  std::vector<std::string> cmd{"c++", "-std=c++20", "-shared", "-fPIC", "-I", (ka::source_root() / "include").string()};
   cmd.insert(cmd.end(), c.cflags.begin(), c.cflags.end());
   cmd.insert(cmd.end(), {"-o", (dir / "lib.so").string(), (dir / "tramp.cpp").string()});
   cmd.insert(cmd.end(), c.ld_flags.begin(), c.ld_flags.end());

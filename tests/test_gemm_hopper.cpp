@@ -8,6 +8,7 @@
 // multiples of the tiles (zero-filled loads, clipped stores), with several tiles per CTA (3 and 5
 // emulated SMs), a split-K tail and N % 8 != 0 (direct stores), each twice (a split-K workspace must
 // be left clean).
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,7 +25,7 @@ namespace ka {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 
 using test::synthetic_gemm;
 

@@ -4,6 +4,7 @@
 // both sides of every bucket and of MAXM (the tiled fallback), K not a multiple of a warp's
 // stride, N not a multiple of a CTA's rows, and unaligned operands; and one point compiles with
 // the judge's nvcc flags for sm_90a (skipped without nvcc).
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -22,7 +23,7 @@ namespace ka {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 
 using test::synthetic_gemm;
 

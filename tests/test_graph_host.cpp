@@ -105,7 +105,7 @@ TEST(GraphHost, GeneratedCandidateComputesTheGraph) {
   const fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-graph-host-").string());
   write_atomic(dir / "cand.cpp", src);
   RunResult r = run_command({"c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-I",
-                             (fs::path(KA_SOURCE_DIR) / "include").string(), "-o", (dir / "lib.so").string(),
+                             (ka::source_root() / "include").string(), "-o", (dir / "lib.so").string(),
                              (dir / "cand.cpp").string()},
                             std::chrono::minutes(5));
   ASSERT_TRUE(r.ok()) << r.output;
@@ -158,7 +158,7 @@ TEST(GraphHost, GeneratedCandidateComputesTheGraph) {
 namespace {
 
 fs::path dev_problem(const std::string& rel) {
-  return fs::path(KA_SOURCE_DIR) / ".." / "shared" / "problems" / "sol-execbench" / rel;
+  return ka::source_root() / ".." / "shared" / "problems" / "sol-execbench" / rel;
 }
 
 // The uuid of the workload with the fewest elements along its var axes.

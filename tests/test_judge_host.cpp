@@ -2,6 +2,7 @@
 // binary: adversarial candidates get the right verdicts (crash, timeout, reward_hack,
 // wrong_answer for untouched outputs and for remembered results), a correct solution passes, the
 // build cache is reused, and a tampered oracle cache entry is refused.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -16,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 const fs::path kProblem = kRoot / "examples/problems/rmsnorm_h128";
 
 struct Eval {

@@ -5,6 +5,7 @@
 // outputs are checked, guard zones catch writes just outside a buffer, and the legitimate side-thread
 // control passes like the single-thread solution. Their CUDA twins (tests/data/adversarial/cuda,
 // judged on a GPU by bench/regress/judge_adversarial.sh) are compile-checked here with the judge's flags.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -18,7 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 const fs::path kProblem = kRoot / "examples/problems/rmsnorm_h128";
 
 // `kernelarc eval` on the first workload, 1 warm-up + 5 timed calls; the report's workload.

@@ -4,6 +4,7 @@
 // campaign record, proposing nothing without a cuBLASLt family or an enumeration, the proposals and
 // findings of a run on synthetic timings, generated defines in Family::instantiate, the export of a
 // table candidate, and the family source compiling with nvcc for sm_90a (skipped without nvcc).
+#include "util/resources.h"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -72,7 +73,7 @@ Problem gemm_problem(const std::vector<int64_t>& ms, const std::string& dtype = 
 }
 
 const Family& lt_family() {
-  static Family f = load_family(fs::path(KA_SOURCE_DIR) / "families" / "gemm_cublaslt_cuda");
+  static Family f = load_family(ka::source_root() / "families" / "gemm_cublaslt_cuda");
   return f;
 }
 

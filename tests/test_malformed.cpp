@@ -4,6 +4,7 @@
 // line on stderr, naming the offending file (definition.json; workload.jsonl with the line number;
 // or the blob path) and saying what is wrong. Blob faults are reported as MISSING (exit 0) by plain
 // `problems` and are errors under `problems --strict`.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -203,7 +204,7 @@ TEST(Malformed, WholeFolderStopsAtTheFirstBadProblem) {
 }
 
 TEST(Malformed, DevSetLoadsStrict) {
-  const fs::path dev = fs::path(KA_SOURCE_DIR) / ".." / "shared" / "problems";
+  const fs::path dev = ka::source_root() / ".." / "shared" / "problems";
   if (!fs::exists(dev)) GTEST_SKIP() << dev << " is absent";
   CliRun r = run_kernelarc({"problems", "--strict", dev.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;

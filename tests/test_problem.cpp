@@ -5,6 +5,7 @@
 // constraints that hold and that fail, safetensors inputs present, absent or wrong
 // (Workload::unavailable, require_inputs_available), and the reader's handling of valid, truncated,
 // malformed, overlapping and mis-sized files.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -60,7 +61,7 @@ Tensor make_tensor(DType dt, std::vector<int64_t> shape, const void* data, size_
 
 // ---- Dev problems ----
 
-fs::path dev_root() { return fs::path(KA_SOURCE_DIR) / ".." / "shared" / "problems"; }
+fs::path dev_root() { return ka::source_root() / ".." / "shared" / "problems"; }
 
 TEST(DevProblems, AllLoadWithEveryInputAvailable) {
   if (!fs::exists(dev_root())) GTEST_SKIP() << dev_root() << " is absent";

@@ -4,6 +4,7 @@
 // written without the threshold, a tampered recorded hash is refused with a clear error, the
 // reference-mutation check still works, and the judge gives the same verdicts while holding no
 // input sets in its own RAM once the worker keeps them.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -25,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 const fs::path kProblem = kRoot / "examples/problems/rmsnorm_h128";
 
 struct TempDir {

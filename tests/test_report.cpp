@@ -2,6 +2,7 @@
 // OUT/report.html; `kernelarc report` rebuilds it from a copy of the out folder alone; headless
 // Chromium opens it with no script error and its charts hold the campaign's points (the page
 // writes what it drew into #ka-render-check, read back through --dump-dom).
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,7 +19,7 @@ using json = nlohmann::json;
 
 namespace {
 
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 
 std::vector<std::string> env() { return {"KERNELARC_CACHE=" + (fs::path(KA_BUILD_DIR) / "test-cache").string()}; }
 

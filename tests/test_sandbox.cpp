@@ -7,6 +7,7 @@
 // socket ones do exit that way with KERNELARC_SANDBOX=off (so these tests can fail). A test skips,
 // saying why, only where the kernel lacks the feature (Landlock, seccomp). Also the host timer's
 // lazy-call check (target/host_backend.cpp).
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -33,7 +34,7 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 constexpr int kFeatureOff = 77;  // the child's exit code when the kernel lacks what a test needs
 
 bool has_landlock() { return ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u) >= 1; }

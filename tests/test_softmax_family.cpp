@@ -4,6 +4,7 @@
 // and fp32 rows, at the instantiated row length (aligned and misaligned: the generic kernel) and two
 // others, with row counts that leave a block's rows partly empty; and one point compiles with the
 // judge's nvcc flags for sm_90a (skipped without nvcc).
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,7 +22,7 @@ namespace ka {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kRoot = KA_SOURCE_DIR;
+const fs::path kRoot = ka::source_root();
 
 Problem synthetic_softmax(int64_t h) {
   Problem p;

@@ -3,6 +3,7 @@
 // its inputs and output), a paged pool (bytes = the pages read) and attention (full: 4·B·H·Sq·Skv·D; causal SDPA: 4·B·H·D·Σ_i min(i+1,Skv),
 // where FlopCounterMode itself reports the full 4·B·H·Sq·Skv·D and nothing at all for the CPU
 // flash kernel), the SOL formula and its limiting term, and the score's edge cases.
+#include "util/resources.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -33,7 +34,7 @@ struct TempDir {
   }
 };
 
-fs::path dev_root() { return fs::path(KA_SOURCE_DIR) / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench"; }
+fs::path dev_root() { return ka::source_root() / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench"; }
 
 // A problem folder with one workload.
 fs::path write_problem(const fs::path& root, const std::string& name, const json& def, const json& axes) {
@@ -157,7 +158,7 @@ TEST(SolCount, DevGemm004) {
 // GPU, a CUDA oracle that ran the count itself would fail).
 TEST(SolCount, CountServesEveryDevice) {
   TempDir t;
-  fs::path d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
+  fs::path d = ka::source_root() / "examples/problems/rmsnorm_h128";
   json on_cpu = count_one(d, t.path);
   ka::Problem p = ka::load_problem(d);
   ka::Oracle cuda("cuda", t.path / "oracle");
@@ -169,7 +170,7 @@ TEST(SolCount, CountServesEveryDevice) {
 
 TEST(SolCount, RmsNormBytesAreInputsPlusOutput) {
   fs::path d = dev_root() / "021_rmsnorm_h128";
-  if (!fs::exists(d)) d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
+  if (!fs::exists(d)) d = ka::source_root() / "examples/problems/rmsnorm_h128";
   TempDir t;
   ka::Problem p = ka::load_problem(d);
   long b = p.workloads.at(0).raw["axes"]["batch_size"].get<long>();
@@ -186,7 +187,7 @@ TEST(SolCount, RmsNormBytesAreInputsPlusOutput) {
 // alone (with the reference's timing), lives apart from the judge's entries, and a later judge
 // request still gets a complete entry.
 TEST(SolOracle, TimingsOnlyEntriesHoldNoSets) {
-  fs::path d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
+  fs::path d = ka::source_root() / "examples/problems/rmsnorm_h128";
   TempDir t;
   ka::Problem p = ka::load_problem(d);
   ka::Oracle oracle("cpu", t.path / "oracle");
@@ -213,7 +214,7 @@ TEST(SolOracle, TimingsOnlyEntriesHoldNoSets) {
 // already exists. Another device's name gets nothing borrowed: the set is made again with its own
 // timing.
 TEST(SolOracle, TimedSetsBorrowTimingsMeasuredBeforeOnTheSameDevice) {
-  fs::path d = fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128";
+  fs::path d = ka::source_root() / "examples/problems/rmsnorm_h128";
   TempDir t;
   ka::Problem p = ka::load_problem(d);
   ka::Oracle oracle("cpu", t.path / "oracle");
@@ -284,7 +285,7 @@ TEST(SolOracle, SlowReferencesGetFewerTimedCalls) {
   // calls too slow for 50 to fit the 2 s budget: on the CPU the flush writes twice the last-level
   // cache, and a VM that reports a 260 MB L3 (2026-12-05) spends 15-60 ms per call on it under
   // ctest -j2, so there the count is the budget's (29 seen), never below the minimum of 3.
-  ka::Problem pf = ka::load_problem(fs::path(KA_SOURCE_DIR) / "examples/problems/rmsnorm_h128");
+  ka::Problem pf = ka::load_problem(ka::source_root() / "examples/problems/rmsnorm_h128");
   auto f = oracle.ensure(pf, {{&pf.workloads.at(0), 0}}, true, false, /*timings_only=*/true);
   ASSERT_TRUE(f.at(0).ok()) << f.at(0).error;
   const json& ft = f.at(0).meta.at("reference_timing");

@@ -1,6 +1,7 @@
 // tests/test_support.h — small helpers the test files share: substring checks, the message of an
 // expected UserError, and the dev RMSNorm problem the campaign tests run on.
 #pragma once
+#include "util/resources.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -29,7 +30,7 @@ std::string user_error_of(F&& f) {
 
 // FlashInfer-Bench's 022_rmsnorm_h512 from the shared dev problems, else the shipped rmsnorm_h128.
 inline std::filesystem::path dev_rmsnorm_problem() {
-  const std::filesystem::path root = KA_SOURCE_DIR;
+  const std::filesystem::path root = ka::source_root();
   std::filesystem::path p = root / ".." / "shared" / "problems" / "sol-execbench" / "FlashInfer-Bench" / "022_rmsnorm_h512";
   return std::filesystem::exists(p) ? p : root / "examples" / "problems" / "rmsnorm_h128";
 }

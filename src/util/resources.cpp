@@ -8,6 +8,8 @@
 
 namespace ka {
 
+std::filesystem::path source_root() { return KA_SOURCE_DIR; }
+
 std::filesystem::path self_executable() { return std::filesystem::read_symlink("/proc/self/exe"); }
 
 std::filesystem::path resource_path(const std::string& relative) {
@@ -17,7 +19,7 @@ std::filesystem::path resource_path(const std::string& relative) {
   fs::path exe_dir = self_executable().parent_path();
   roots.push_back(exe_dir / ".." / "..");
   roots.push_back(exe_dir / ".." / "share" / "kernelarc");
-  roots.emplace_back(KA_SOURCE_DIR);
+  roots.push_back(source_root());
   for (const auto& r : roots)
     if (fs::exists(r / relative)) return fs::weakly_canonical(r / relative);
   user_error("cannot find {} (set KERNELARC_HOME to the KernelArc source folder)", relative);

@@ -9,5 +9,7 @@ namespace ka {
 
 std::filesystem::path resource_path(const std::string& relative);
 std::filesystem::path self_executable();
+// The source tree this binary was configured from (tests use it to find fixtures).
+std::filesystem::path source_root();
 
 }  // namespace ka
