@@ -11,6 +11,8 @@
 # Reports: $OUT/seeds_ab/<side>_<seed>_r<round>.json; the summary (bench/tools/family_seeds_ab.py) per
 # seed: verdicts of both sides and the geomean of new/old judged medians over the workloads, per
 # round and overall, then the per-workload table; also in $OUT/seeds_ab/summary.txt.
+# Before the rounds, every candidate of both sides is built (and checked on one workload) in
+# parallel, PREBUILD_JOBS at a time (default 8; 0 skips), so the rounds reuse cached builds.
 set -uo pipefail
 FINAL=${OUT:-/tmp/ka-out}
 OUT=$FINAL/seeds_ab
@@ -26,13 +28,23 @@ python3 bench/tools/family_seeds_sass.py emit --root "$OLD" --outdir "$OUT/src_o
 python3 bench/tools/family_seeds_sass.py emit --outdir "$OUT/src_new" ${FAMILY:+--family "$FAMILY"} || exit 1
 wl=()
 [[ -n ${WORKLOADS:-} ]] && wl=(--workloads "$WORKLOADS")
+local_problem() {  # the problem as the device copy names it: the same folder name under .data/problems
+  if [[ -d $1 ]]; then echo "$1"; else echo ".data/problems/sol-execbench/FlashInfer-Bench/$(basename "$1")"; fi
+}
+if (( ${PREBUILD_JOBS:-8} > 0 )); then
+  for side in old new; do
+    while IFS=$'\t' read -r key prob src; do
+      printf '%s\0%s\0%s\0%s\0' "$side" "${key//\//_}" "$(local_problem "$prob")" "$src"
+    done <"$OUT/src_$side/manifest.tsv"
+  done | xargs -0 -n 4 -P "${PREBUILD_JOBS:-8}" sh -c \
+    'timeout -k 10 900 "$0" eval "$4" -s "$5" --workloads 1 --no-time --no-reference-time --no-sol >"$1/prebuild_$2_$3.txt" 2>&1; echo "prebuild $2 $3: exit $?"' \
+    "$K" "$OUT"
+fi
 for ((r = 1; r <= ROUNDS; ++r)); do
   for side in old new; do
     while IFS=$'\t' read -r key prob src; do
       tag=${key//\//_}
-      # the problem as the device copy names it: the same folder name under .data/problems
-      local_prob=$prob
-      [[ -d $local_prob ]] || local_prob=.data/problems/sol-execbench/FlashInfer-Bench/$(basename "$prob")
+      local_prob=$(local_problem "$prob")
       timeout -k 10 "${STEP_S:-900}" "$K" eval "$local_prob" -s "$src" "${wl[@]}" --no-sol \
         --report "$OUT/${side}_${tag}_r$r.json" >"$OUT/${side}_${tag}_r$r.txt" 2>&1
       echo "$side $key round $r: exit $? $(tail -1 "$OUT/${side}_${tag}_r$r.txt")"
