@@ -84,6 +84,20 @@ TEST(StopRules, SpeedOfLightStopsOnceWithinTheMargin) {
   EXPECT_FALSE(never.elapsed(1e9, 10));
 }
 
+TEST(StopRules, ATimeBelowTheBoundProvesTheBoundWrongAndNeverStops) {
+  StopRules r(0.05, 0);
+  EXPECT_TRUE(r.incumbent_at(0.95));  // within noise of the bound: not suspect, and within the margin
+  EXPECT_FALSE(r.bound_suspect());
+  StopRules wrong(0.05, 0);
+  EXPECT_FALSE(wrong.incumbent_at(0.7));
+  EXPECT_TRUE(wrong.bound_suspect());
+  EXPECT_FALSE(wrong.incumbent_at(1.01));  // the bound stays distrusted for the problem
+  EXPECT_FALSE(wrong.at_sol());
+  StopRules wide(1e9, 0);  // a margin that wide takes any time as at speed-of-light
+  EXPECT_TRUE(wide.incumbent_at(0.01));
+  EXPECT_FALSE(wide.bound_suspect());
+}
+
 TEST(StopRules, TheTimeLimitCountsOnlyOnceSomethingWasProposed) {
   StopRules r(0, 10);
   EXPECT_FALSE(r.elapsed(5, 3));

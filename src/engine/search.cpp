@@ -207,7 +207,14 @@ void ProblemSearch::take_incumbent(const Slot& s, const Scored& sc, const SolSta
     log_share(s.agent, budget_.improved(s.agent),
               fmt::format("{} improved the incumbent from {:.3f} to {:.3f} us", s.name, best_.us, sc.geomean_us));
   best_.take(s.hash, sc, ss);
-  if (!stop_.incumbent_at(ss.ratio)) return;
+  const bool was_suspect = stop_.bound_suspect();
+  const bool stops = stop_.incumbent_at(ss.ratio);
+  if (stop_.bound_suspect() && !was_suspect)
+    spdlog::warn("{}: the incumbent runs at {:.3f}x its speed-of-light bound, below the bound: the device's "
+                 "calibration is stale or was measured on a busy machine (rerun `kernelarc calibrate`); the "
+                 "speed-of-light stop is off for this problem",
+                 p_.def.name, *ss.ratio);
+  if (!stops) return;
   if (!replaying_)
     store_.record_budget_move({"engine", 1.0, 0.0,
                                fmt::format("{}: incumbent {} at {:.3f}x speed-of-light (stop at {:.3f}x): the problem "
