@@ -45,6 +45,10 @@ def _quiet_imports():
     import capture_decomp  # noqa: F401
     import capture_graph  # noqa: F401
     import capture_inputs  # noqa: F401
+    import kaoracle.common  # noqa: F401
+    import kaoracle.reference  # noqa: F401
+    import kaoracle.safetensors_io  # noqa: F401
+    import kaoracle.spec  # noqa: F401
     import kaoracle as ko  # noqa: F401
     torch.fx.proxy.TracerBase._filter_traceback_frames = _reference_frames_only
 

@@ -18,7 +18,9 @@ import torch
 from torch.export import Dim
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kaoracle as ko  # noqa: E402  (the oracle's spec and input rules)
+import kaoracle.common  # noqa: E402,F401  (the oracle's dtype names and input rules)
+import kaoracle.inputs  # noqa: E402,F401
+import kaoracle as ko  # noqa: E402
 
 MIN_VAR_AXIS = 2  # a var axis traced at 1 would be specialised; graphs hold for every size >= 1
 

@@ -137,13 +137,18 @@ def main(argv=None):
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import kaoracle as ko  # imports torch: after stdout has been redirected
+    from kaoracle import common, spec  # no torch yet: a bad spec is one line on stderr
 
     try:
-        problem = ko.spec.ProblemSpec(args.spec)
-    except ko.common.UsageError as e:
-        print(f"kernelarc_oracle: {ko.common.one_line(str(e))}", file=sys.stderr)
+        problem = spec.ProblemSpec(args.spec)
+    except common.UsageError as e:
+        print(f"kernelarc_oracle: {common.one_line(str(e))}", file=sys.stderr)
         return 2
+    import kaoracle.compile_baseline  # noqa: F401  (these import torch: after stdout has been redirected)
+    import kaoracle.jobs  # noqa: F401
+    import kaoracle.reference  # noqa: F401
+    import kaoracle as ko
+
     device = ko.common.open_device(args.device)
     if device is None:
         return 2

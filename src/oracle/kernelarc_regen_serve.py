@@ -27,6 +27,8 @@ import time
 
 
 def serve(ko, problem, refsrc, device, requests, replies):
+    import torch
+
     print(f"kernelarc_oracle: regen-serve for {problem.name} on {device} (pid {os.getpid()})", file=sys.stderr,
           flush=True)
     while True:
@@ -50,7 +52,7 @@ def serve(ko, problem, refsrc, device, requests, replies):
         # Hand the set's memory back between requests: the judge's worker keeps sets on the same GPU.
         gc.collect()
         if device.type == "cuda":
-            ko.common.torch.cuda.empty_cache()
+            torch.cuda.empty_cache()
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 
@@ -67,13 +69,17 @@ def main():
     ap.add_argument("--device", required=True, choices=["cpu", "cuda"])
     args = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import kaoracle as ko  # imports torch: after stdout has been redirected
+    from kaoracle import common, spec  # no torch yet: a bad spec is one line on stderr
 
     try:
-        problem = ko.spec.ProblemSpec(args.spec)
-    except ko.common.UsageError as e:
-        print(f"kernelarc_oracle: {ko.common.one_line(str(e))}", file=sys.stderr)
+        problem = spec.ProblemSpec(args.spec)
+    except common.UsageError as e:
+        print(f"kernelarc_oracle: {common.one_line(str(e))}", file=sys.stderr)
         return 2
+    import kaoracle.jobs  # noqa: F401  (imports torch: after stdout has been redirected)
+    import kaoracle.reference  # noqa: F401
+    import kaoracle as ko
+
     device = ko.common.open_device(args.device)
     if device is None:
         return 2

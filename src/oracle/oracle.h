@@ -1,6 +1,7 @@
 // oracle/oracle.h — the C++ side of the reference oracle. For (problem, workload, seed) it runs
-// the Python oracle (kernelarc_oracle.py, a subprocess: the only Python in the loop) to build the
-// inputs and the reference outputs, and keeps them in a content-addressed, read-only cache keyed by
+// the Python oracle (kernelarc_oracle.py, a subprocess: the only Python in the loop), tells it the
+// problem as the problem layer resolved it (spec_file, oracle/spec.h), has it build the inputs and
+// the reference outputs, and keeps them in a content-addressed, read-only cache keyed by
 // (definition hash, workload, its blobs, seed, oracle version, device). Every file's SHA-256 is
 // recorded when the entry is written and checked again before every use. Random inputs above a
 // size threshold are not stored but regenerated (deterministically, hash-checked) on load:

@@ -11,7 +11,6 @@ work_count       FLOPs by dtype and fewest bytes of one reference call
 jobs             generate / regen / count for one workload
 
 The C++ side hashes every file listed here into the oracle's version (Oracle::version): editing
-one changes every cache key.
+one changes every cache key. common and spec do not import torch at import time: the scripts read
+their arguments and the spec first, and import the rest (and torch) after.
 """
-
-from . import common, compile_baseline, inputs, jobs, reference, safetensors_io, spec, timing, work_count  # noqa: F401

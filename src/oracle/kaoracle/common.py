@@ -1,13 +1,13 @@
 """Shared by every oracle module: the errors a job or a command line can end in, one-line messages,
-the dtype vocabulary (definition names to torch dtypes) and the device set-up."""
+the dtype vocabulary (definition names to torch dtypes) and the device set-up. It imports torch only
+inside the functions that need it, so that a command line or a spec can be refused (one line on
+stderr, exit 2) before torch's import prints anything."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-
-import torch
 
 class OracleError(Exception):
     """A job failure with the stage it happened in."""
@@ -66,6 +66,8 @@ _SPEC_DTYPES = {
 
 
 def spec_to_torch_dtype(name):
+    import torch
+
     attr = _SPEC_DTYPES.get(name)
     if attr is None or not hasattr(torch, attr):
         raise ValueError(f"unsupported dtype '{name}'")
@@ -79,6 +81,8 @@ def torch_dtype_name(dtype):
 
 
 def sync(device):
+    import torch
+
     if device.type == "cuda":
         torch.cuda.synchronize()
 
@@ -86,6 +90,8 @@ def sync(device):
 def open_device(name):
     """The device "cuda" (cuda:0, made current) or "cpu" names; None, with a line on stderr, when
     CUDA is asked for but unusable."""
+    import torch
+
     if name == "cuda" and not torch.cuda.is_available():
         print("kernelarc_oracle: --device cuda but torch.cuda.is_available() is false", file=sys.stderr)
         return None
