@@ -16,7 +16,7 @@
 # can fill the table over several: copy the returned archive to .data/sol-cache.tgz each time.
 # bench/tools/sol_cache.sh adds work counts made on a CPU (`kernelarc sol --count-only --device cpu`)
 # to the same archive first, so the GPU only times. The cache keys hold the oracle's hash: changing
-# src/oracle/kernelarc_oracle.py starts it afresh. The campaigns (bench/regress/campaign.sh) borrow
+# src/oracle/kernelarc_oracle.py or src/oracle/kaoracle/ starts it afresh. The campaigns (bench/regress/campaign.sh) borrow
 # its reference timings on a GPU of the same name.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"

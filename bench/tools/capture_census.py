@@ -23,6 +23,20 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURE = os.path.join(HERE, "..", "..", "src", "oracle", "capture.py")
+# capture.py reads the problem as the C++ problem layer resolves it: `kernelarc problems --oracle-spec`.
+KERNELARC = os.environ.get("KERNELARC_BIN", os.path.join(HERE, "..", "..", "build", "src", "kernelarc"))
+
+
+def spec_file(pdir, out):
+    """The problem's oracle spec, written to OUT/../<name>.spec.json by the kernelarc binary."""
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    path = os.path.abspath(out).rstrip("/") + ".spec.json"
+    r = subprocess.run([KERNELARC, "problems", pdir, "--oracle-spec"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ValueError(f"kernelarc problems --oracle-spec: {r.stderr.strip()[-300:]}")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(r.stdout)
+    return path
 
 
 class _Timeout(Exception):
@@ -41,7 +55,7 @@ def capture_inproc(pdir, out, timeout):
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(timeout)
     try:
-        _, res = capture.result_of(pdir, out)
+        _, res = capture.result_of(spec_file(pdir, out), out)
     except _Timeout:
         res = {"captured": False, "reason": f"timeout: capture ran past {timeout} s", "op": None, "source": None}
     except Exception as e:  # noqa: BLE001
@@ -55,11 +69,14 @@ def capture_inproc(pdir, out, timeout):
 def capture_one(pdir, out, timeout):
     t0 = time.time()
     try:
-        r = subprocess.run([sys.executable, CAPTURE, pdir, "-o", out], capture_output=True, text=True,
+        spec = spec_file(pdir, out)
+        r = subprocess.run([sys.executable, CAPTURE, "--spec", spec, "-o", out], capture_output=True, text=True,
                            timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"captured": False, "reason": f"timeout: capture ran past {timeout} s", "op": None, "source": None,
                 "wall_s": round(time.time() - t0, 1)}
+    except ValueError as e:
+        return {"captured": False, "reason": f"usage: {e}", "op": None, "source": None, "wall_s": 0}
     line = next((ln for ln in reversed(r.stdout.splitlines()) if ln.startswith("{")), None)
     res = json.loads(line) if line else {"captured": False, "op": None, "source": None,
                                          "reason": f"no result line (exit {r.returncode}): {r.stderr[-300:]}"}

@@ -96,6 +96,7 @@ void run_eval(const EvalArgs& a) {
       s.push_back({{"uuid", ev.workloads[i].uuid},
                    {"sol_us", sol_us[i] ? nlohmann::json(*sol_us[i]) : nlohmann::json()},
                    {"compile_us", ev.workloads[i].compile_us ? nlohmann::json(*ev.workloads[i].compile_us) : nlohmann::json()},
+                   {"compile_note", ev.workloads[i].compile_note.empty() ? nlohmann::json() : nlohmann::json(ev.workloads[i].compile_note)},
                    {"sol_score", score[i] ? nlohmann::json(*score[i]) : nlohmann::json()}});
     report["sol"] = {{"workloads", s}, {"mean_score", scored.empty() ? nlohmann::json() : nlohmann::json(*mean_score(scored))}};
   }

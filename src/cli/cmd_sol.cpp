@@ -108,7 +108,10 @@ void run_sol(const SolArgs& a) {
                   {"b200_sol_us", b_sol ? nlohmann::json(*b_sol) : nlohmann::json()},
                   {"b200_baseline_us", b_base ? nlohmann::json(*b_base) : nlohmann::json()}});
       if (!a.count_only && !entries[i].ok()) row["oracle_error"] = entries[i].error;
-      if (!a.count_only && entries[i].ok() && !comp && entries[i].meta.contains("compile_timing") && entries[i].meta["compile_timing"].is_object()) {
+      if (!a.count_only && entries[i].ok() && !entries[i].compile_note().empty()) {
+        row["compile_note"] = entries[i].compile_note();
+      } else if (!a.count_only && entries[i].ok() && !comp && entries[i].meta.contains("compile_timing") &&
+                 entries[i].meta["compile_timing"].is_object()) {
         const auto& ct = entries[i].meta["compile_timing"];
         row["compile_note"] = ct.value("skipped", ct.value("error", std::string()));
       }
@@ -117,6 +120,8 @@ void run_sol(const SolArgs& a) {
         fmt::print("{:<10} {:>10} {:>10} {:<14} {:>10} {:>11} {:>11} {:>11} {:>11}\n", ws[i]->uuid.substr(0, 8),
                    eng(wc.total_flops()), eng(wc.bytes), b.ok ? b.limiting : "?", us(sol_us), us(eager), us(comp), us(b_sol),
                    us(b_base));
+      if (!a.json_out && all.back().contains("compile_note"))
+        fmt::print("{:<10} compile_us: {}\n", "", all.back()["compile_note"].get<std::string>());
     }
   }
   if (a.json_out) fmt::print("{}\n", all.dump(1));

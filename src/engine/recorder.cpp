@@ -41,6 +41,7 @@ std::vector<Measurement> job_measurements(const Job& job, const std::string& has
     m.gpu = runner.gpu;
     m.extra = {{"build_cached", job.build.cached}, {"attempts", w.attempts}, {"runner", job.runner}};
     if (w.compile_us > 0) m.extra["compile_us"] = w.compile_us;
+    if (!w.compile_note.empty()) m.extra["compile_note"] = w.compile_note;
     if (w.timings_borrowed) m.extra["reference_timed"] = "earlier (oracle-timings cache)";
     if (w.cut) m.extra["cut"] = fmt::format("probe of 1 + 3 calls: slower than {}x the reference", cut_slow);
     if (check) m.extra["check"] = "incumbent";

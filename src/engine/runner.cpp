@@ -101,6 +101,7 @@ json workload_to_json(const WorkloadEval& w) {
           {"cut", w.timing && w.timing->cut},
           {"reference_us", w.reference_us.value_or(0.0)},
           {"compile_us", w.compile_us.value_or(0.0)},
+          {"compile_note", w.compile_note},
           {"timings_borrowed", w.timings_borrowed}};
 }
 
@@ -115,6 +116,7 @@ WorkloadResult workload_from_json(const json& j) {
   w.cut = j.value("cut", false);
   w.reference_us = j.at("reference_us");
   w.compile_us = j.value("compile_us", 0.0);
+  w.compile_note = j.value("compile_note", std::string());
   w.timings_borrowed = j.value("timings_borrowed", false);
   return w;
 }

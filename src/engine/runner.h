@@ -45,6 +45,7 @@ struct WorkloadResult {
   std::string uuid, verdict, message;
   double median_us = 0, spread = 0, reference_us = 0;  // 0 when not timed
   double compile_us = 0;                               // torch.compile'd reference; 0 when not timed
+  std::string compile_note;  // why compile_us is missing or may mislead (OracleEntry::compile_note)
   int attempts = 0;
   bool cut = false;  // timed by the probe only: slower than --cut-slow times the reference
   bool timings_borrowed = false;  // reference_us/compile_us measured in an earlier run (EvalOptions::borrow_timings)

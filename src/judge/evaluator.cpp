@@ -483,6 +483,7 @@ WorkloadEval JudgeSession::judge_workload(size_t k) {
     }
   if (auto ms = entries_[first].reference_ms()) w.reference_us = *ms * 1000.0;
   if (auto ms = entries_[first].compile_ms()) w.compile_us = *ms * 1000.0;
+  w.compile_note = entries_[first].compile_note();
   w.timings_borrowed = entries_[first].meta.contains("timings_from");
   auto single = [](size_t set, std::string name) {
     Run r;

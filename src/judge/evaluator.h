@@ -91,6 +91,7 @@ struct WorkloadEval {
   std::optional<TimingStats> timing;
   std::optional<double> reference_us;
   std::optional<double> compile_us;            // torch.compile'd reference (time_compile)
+  std::string compile_note;                    // why compile_us is missing or may mislead (OracleEntry::compile_note)
   bool timings_borrowed = false;               // reference timings from an earlier run (borrow_timings)
   nlohmann::json workload;  // the workload as read
 };

@@ -76,8 +76,8 @@ CaptureResult Oracle::capture(const Problem& p) const {
     return out;
   }
   const fs::path work = make_temp_dir((root / "tmp-").string());
-  const std::vector<std::string> cmd{capture_python(), resource_path("src/oracle/capture.py").string(),
-                                     fs::absolute(p.dir).string(), "-o", work.string()};
+  const std::vector<std::string> cmd{capture_python(), resource_path("src/oracle/capture.py").string(), "--spec",
+                                     fs::absolute(spec_file(p)).string(), "-o", work.string()};
   spdlog::info("oracle: capturing the reference of {} as an operator graph", p.def.name);
   const RunResult rr = run_command(cmd, std::min<std::chrono::milliseconds>(time_limit(), std::chrono::minutes(15)));
   std::string last;  // the result line: the last line of the output that is a JSON object

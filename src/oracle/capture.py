@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Captures a definition's reference `run` as an operator graph (docs/graph-format.md).
 
-    python3 capture.py PROBLEM_DIR -o OUT_DIR [--workload UUID]
+    python3 capture.py --spec FILE -o OUT_DIR [--workload UUID]
 
-torch.export traces `run` on example inputs of the smallest workload (values never drawn: only
+FILE is the problem as the C++ problem layer resolved it (src/oracle/spec.cpp): the definition's
+axes and dims as written, every workload resolved, and the workload to trace ("capture").
+torch.export traces `run` on example inputs of that workload (values never drawn: only
 shapes, dtypes and scalar values matter) with every var axis of the definition symbolic, the
 program is decomposed to Core ATen (run_decompositions() plus capture_decomp's table), and
 OUT_DIR/graph.json (+ constants.safetensors) is written. Float scalar inputs, which torch.export
@@ -36,14 +38,18 @@ CAPTURE_FORMAT_VERSION = 1
 
 def _quiet_imports():
     warnings.filterwarnings("ignore")
-    global torch, oracle, capture_inputs, capture_graph, capture_decomp
+    global torch, ko, capture_inputs, capture_graph, capture_decomp
     with contextlib.redirect_stderr(io.StringIO()):
         import torch  # noqa: F401
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import capture_decomp  # noqa: F401
     import capture_graph  # noqa: F401
     import capture_inputs  # noqa: F401
-    import kernelarc_oracle as oracle  # noqa: F401
+    import kaoracle.common  # noqa: F401
+    import kaoracle.reference  # noqa: F401
+    import kaoracle.safetensors_io  # noqa: F401
+    import kaoracle.spec  # noqa: F401
+    import kaoracle as ko  # noqa: F401
     torch.fx.proxy.TracerBase._filter_traceback_frames = _reference_frames_only
 
 
@@ -329,7 +335,7 @@ def _map_linear(expr, axis_sym, subs):
 # ───────────────────────────── driver ─────────────────────────────
 
 
-def scalar_roles(defn, problem, values):
+def scalar_roles(defn, problem, values):  # noqa: C901
     """For each int scalar input: ('tie', axis, input index, dim), ('dynamic',), or ('static',)."""
     names = list(defn["inputs"].keys())
     roles = {}
@@ -337,11 +343,8 @@ def scalar_roles(defn, problem, values):
         v = values[i]
         if spec["shape"] is not None or isinstance(v, bool) or not isinstance(v, int):
             continue
-        seen = []
-        for w in problem.workloads.values():
-            d = w.get("inputs", {}).get(name, {})
-            if d.get("type") == "scalar":
-                seen.append((d["value"], oracle.resolve_axes(defn, w.get("axes"))))
+        seen = [(w["inputs"][i]["value"], w["axes"]) for w in problem.workloads.values()
+                if w["inputs"][i]["source"] == "scalar"]
         tie = None
         for axis, kind in capture_inputs.axis_kinds(defn).items():
             if kind != "var" or not seen or not all(axes.get(axis) == val for val, axes in seen):
@@ -361,45 +364,41 @@ def scalar_roles(defn, problem, values):
     return roles
 
 
-def capture(problem_dir, out_dir, workload_uuid=None):
+def capture(spec_path, out_dir, workload_uuid=None):
     """Captures the problem; returns the summary dict. Raises CaptureError."""
-    from torch.export import Dim
-
     t0 = time.time()
-    problem = oracle.Problem(problem_dir)
-    defn = problem.definition
+    problem = ko.spec.ProblemSpec(spec_path)
+    defn = capture_inputs.definition_view(problem)
     if workload_uuid:
-        w = problem.workloads.get(workload_uuid)
-        if w is None:
-            raise oracle.UsageError(f"workload {workload_uuid} is not in workload.jsonl")
-        oracle.validate_workload(w)
-        axes = oracle.resolve_axes(defn, w.get("axes"))
-        uuid = workload_uuid
+        try:
+            w = problem.workload(workload_uuid)
+        except ko.common.OracleError as e:
+            raise ko.common.UsageError(str(e))
     else:
-        uuid, w, axes = capture_inputs.pick_workload(problem)
-    refsrc = oracle.ReferenceSource(defn["reference"])
+        w = problem.capture_workload
+    refsrc = ko.reference.ReferenceSource(defn["reference"])
     src = SourceLines(refsrc.path, defn["reference"])
     try:
         try:
             namespace = refsrc.load()
         except Exception as e:
-            raise capture_graph.CaptureError(f"the reference does not load: {oracle.exc_text(e)}",
+            raise capture_graph.CaptureError(f"the reference does not load: {ko.common.exc_text(e)}",
                                              source=src.of_exception(e))
         run_fn = namespace.get("run")
         if not callable(run_fn):
             raise capture_graph.CaptureError("the reference defines no run()")
         try:
-            values = capture_inputs.example_inputs(problem, namespace, w, axes)
+            values = capture_inputs.example_inputs(problem, namespace, w)
         except Exception as e:
-            raise capture_graph.CaptureError(f"example inputs: {oracle.exc_text(e)}", source=src.of_exception(e))
+            raise capture_graph.CaptureError(f"example inputs: {ko.common.exc_text(e)}", source=src.of_exception(e))
         def real_inputs():
             try:
-                return capture_inputs.real_inputs(problem, namespace, uuid, w, axes)
+                return capture_inputs.real_inputs(problem, namespace, w)
             except Exception as e:  # noqa: BLE001
-                raise capture_graph.CaptureError(f"real inputs for draft export: {oracle.exc_text(e)}",
+                raise capture_graph.CaptureError(f"real inputs for draft export: {ko.common.exc_text(e)}",
                                                  source=src.of_exception(e))
 
-        return _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0, real_inputs)
+        return _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inputs)
     finally:
         refsrc.cleanup()
 
@@ -485,9 +484,10 @@ def _is_condition(expr):
         any(op in expr for op in ("<", ">", "==", "!=")) or expr in ("True", "False")
 
 
-def _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0, real_inputs):
+def _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inputs):
     from torch.export import Dim
 
+    uuid, axes = w["uuid"], w["axes"]
     names_out = list(defn["outputs"].keys())
     dims = capture_inputs.DimBuilder(defn)
     roles = scalar_roles(defn, problem, values)
@@ -537,7 +537,7 @@ def _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0,
                     specialized.update(float_idx)
         except capture_graph.CaptureError:
             specialized.update(float_idx)
-    graph = build_graph(ep, defn, problem, axes, values, int_roles, refs, specialized, src)
+    graph = build_graph(ep, defn, problem, w, values, int_roles, refs, specialized, src)
     if tracing.assumptions:
         graph["assumptions"] = tracing.assumptions
     graph["capture"] = {"workload": uuid, "axes": {a: axes[a] for a in axes}, "torch": torch.__version__,
@@ -551,7 +551,7 @@ def _capture_traced(problem, defn, uuid, axes, values, run_fn, src, out_dir, t0,
             "assumptions": len(tracing.assumptions), "workload": uuid, "seconds": graph["capture"]["seconds"]}
 
 
-def build_graph(ep, defn, problem, axes, values, int_roles, refs, specialized, src):
+def build_graph(ep, defn, problem, workload, values, int_roles, refs, specialized, src):
     from torch.export.graph_signature import InputKind, OutputKind
 
     sig = ep.graph_signature
@@ -619,7 +619,7 @@ def build_graph(ep, defn, problem, axes, values, int_roles, refs, specialized, s
     constraints = range_constraints(ep, subs) + [c for c in gw.asserts if c not in ("True",)]
     if constraints:
         graph["constraints"] = constraints
-    notes = check_outputs(graph, defn, axes)
+    notes = check_outputs(graph, defn, workload)
     if notes:
         graph["notes"] = notes
     graph["_constant_tensors"] = gw.constant_tensors
@@ -651,9 +651,13 @@ def range_constraints(ep, subs):
     return out
 
 
-def check_outputs(graph, defn, axes):
+def check_outputs(graph, defn, workload):
     """Notes where an output's dtype or shape (at the traced workload) differs from the definition."""
+    import sympy
+
     notes = []
+    axes = {k: sympy.Integer(v) for k, v in workload["axes"].items()}
+    resolved = {o["name"]: o["shape"] for o in workload["outputs"]}
     vals = graph["values"]
     for o in graph["outputs"]:
         spec = defn["outputs"][o["name"]]
@@ -663,8 +667,8 @@ def check_outputs(graph, defn, axes):
             notes.append(f"output '{o['name']}' is {v.get('dtype')}, the definition says {want}")
         if spec["shape"] is not None and v["kind"] == "tensor":
             try:
-                got = [oracle.eval_axis_expression(s, axes) for s in v["shape"]]
-                exp = list(oracle.resolve_shape(spec["shape"], axes))
+                got = [int(sympy.sympify(str(s), locals=dict(axes))) for s in v["shape"]]
+                exp = list(resolved[o["name"]])
                 if got != exp:
                     notes.append(f"output '{o['name']}' has shape {got} at the traced workload, the definition {exp}")
             except Exception as e:  # noqa: BLE001
@@ -676,7 +680,7 @@ def write_graph(graph, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     tensors = graph.pop("_constant_tensors")
     if tensors:
-        oracle.write_safetensors(os.path.join(out_dir, "constants.safetensors"), tensors)
+        ko.safetensors_io.write_safetensors(os.path.join(out_dir, "constants.safetensors"), tensors)
     tmp = os.path.join(out_dir, "graph.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(graph, f, indent=1)
@@ -719,14 +723,14 @@ def _violation_summary(text):
     return re.sub(r"\s+", " ", lines[0])[:300] if lines else "constraint violated"
 
 
-def result_of(problem_dir, out_dir, workload=None):
+def result_of(spec_path, out_dir, workload=None):
     """(exit status, result line) for one capture: 0 captured, 3 not; UsageError passes through."""
     try:
-        return 0, capture(problem_dir, out_dir, workload)
+        return 0, capture(spec_path, out_dir, workload)
     except capture_graph.CaptureError as e:
         src = f"definition reference {e.source}" if e.source else None
         return 3, {"captured": False, "reason": e.reason, "op": e.op, "source": src}
-    except oracle.UsageError:
+    except ko.common.UsageError:
         raise
     except Exception as e:  # noqa: BLE001 — an unexpected failure is still a reason, with a traceback
         traceback.print_exc()
@@ -736,14 +740,14 @@ def result_of(problem_dir, out_dir, workload=None):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="Capture a definition's reference as an operator graph.")
-    p.add_argument("problem", help="problem folder (definition.json, workload.jsonl)")
+    p.add_argument("--spec", required=True, help="the problem's spec (written by the C++ problem layer)")
     p.add_argument("-o", "--out", required=True, help="output folder for graph.json")
     p.add_argument("--workload", help="trace this workload instead of the smallest")
     a = p.parse_args(argv)
     _quiet_imports()
     try:
-        rc, result = result_of(a.problem, a.out, a.workload)
-    except oracle.UsageError as e:
+        rc, result = result_of(a.spec, a.out, a.workload)
+    except ko.common.UsageError as e:
         print(f"capture: {e}", file=sys.stderr)
         return 2
     print(json.dumps(result))

@@ -1,10 +1,11 @@
 """Example inputs and symbolic dimensions for capturing a reference with torch.export.
 
-Picks the workload to trace (the smallest whose var axes are all >= 2, so that no axis is taken
-for the constant 1), builds inputs of the definition's dtypes and shapes without drawing their
-values (torch.export only reads shapes, dtypes and strides; the values of scalar inputs are kept),
-and turns the definition's axes into torch.export dynamic-shape specs: one named Dim per var axis,
-derived Dims for expr axes linear in one var axis, and automatic dims for the other expr axes.
+The workload to trace is chosen and resolved by the C++ problem layer (the spec's "capture": the
+smallest whose var axes are all >= 2, so that no axis is taken for the constant 1). Inputs are
+built with the spec's dtypes and shapes without drawing their values (torch.export only reads
+shapes, dtypes and strides; the values of scalar inputs are kept), and the definition's axes become
+torch.export dynamic-shape specs: one named Dim per var axis, derived Dims for expr axes linear in
+one var axis, and automatic dims for the other expr axes.
 """
 
 from __future__ import annotations
@@ -17,72 +18,45 @@ import torch
 from torch.export import Dim
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kernelarc_oracle as oracle  # noqa: E402  (the oracle's problem loading and input rules)
-
-oracle.torch = torch  # the oracle imports torch in its main(); its helpers read this global
+import kaoracle.common  # noqa: E402,F401  (the oracle's dtype names and input rules)
+import kaoracle.inputs  # noqa: E402,F401
+import kaoracle as ko  # noqa: E402
 
 MIN_VAR_AXIS = 2  # a var axis traced at 1 would be specialised; graphs hold for every size >= 1
+
+
+def definition_view(problem):
+    """The definition's symbolic side, from the spec, keyed as definition.json keys it: name,
+    reference, custom_inputs_entrypoint, axes {name: {"type", ...}}, inputs/outputs {name: {"dtype",
+    "shape": dims as written}}."""
+    return {
+        "name": problem.name,
+        "reference": problem.reference,
+        "custom_inputs_entrypoint": problem.custom_entry,
+        "axes": problem.axes,
+        "inputs": {t["name"]: {"dtype": t["dtype"], "shape": t["dims"]} for t in problem.input_defs},
+        "outputs": {t["name"]: {"dtype": t["dtype"], "shape": t["dims"]} for t in problem.output_defs},
+    }
 
 
 def axis_kinds(defn):
     return {name: (ax.get("type") if isinstance(ax, dict) else None) for name, ax in defn["axes"].items()}
 
 
-def input_bytes(defn, axes):
-    total = 0
-    for spec in defn["inputs"].values():
-        shape = oracle.resolve_shape(spec["shape"], axes)
-        if shape is None:
-            continue
-        n = 1
-        for d in shape:
-            n *= d
-        total += n * max(1, oracle.spec_to_torch_dtype(spec["dtype"]).itemsize)
-    return total
-
-
-def pick_workload(problem):
-    """(uuid, workload, resolved axes): the smallest workload among those with the fewest var axes
-    (of the input shapes) below 2."""
-    defn = problem.definition
-    used = {str(a) for spec in defn["inputs"].values() for a in (spec["shape"] or [])}
-    var = [a for a, k in axis_kinds(defn).items() if k == "var" and a in used]
-    best = None
-    for uuid, w in problem.workloads.items():
-        try:
-            oracle.validate_workload(w)
-            axes = oracle.resolve_axes(defn, w.get("axes"))
-            size = input_bytes(defn, axes)
-        except Exception:
-            continue
-        small_axes = sum(axes.get(a, 0) < MIN_VAR_AXIS for a in var)
-        key = (small_axes, size, uuid)
-        if best is None or key < best[0]:
-            best = (key, uuid, w, axes)
-    if best is None:
-        raise ValueError("no usable workload in workload.jsonl")
-    _, uuid, w, axes = best
-    small = {a: MIN_VAR_AXIS for a in var if axes.get(a, 0) < MIN_VAR_AXIS}
-    if small:  # no workload has them all >= 2: trace at 2 (the graph does not depend on the sizes)
-        w = dict(w, axes={**(w.get("axes") or {}), **small})
-        axes = oracle.resolve_axes(defn, w["axes"])
-    return uuid, w, axes
-
-
-def _custom_values(problem, namespace, workload, axes):
+def _custom_values(problem, namespace, workload):
     """What the custom-inputs function makes: on the meta device when it can (no memory, no time),
     else on the CPU (a function that reads values, e.g. `.item()` for a global scale)."""
-    entry = problem.definition.get("custom_inputs_entrypoint")
+    entry = problem.custom_entry
     fn = namespace.get(entry) if entry else None
-    if fn is None or not any(d.get("type") == "custom" for d in workload["inputs"].values()):
+    if fn is None or not any(i["source"] == "custom" for i in workload["inputs"]):
         return {}
-    scalars = {n: d["value"] for n, d in workload["inputs"].items() if d.get("type") == "scalar"}
+    scalars = {i["name"]: i["value"] for i in workload["inputs"] if i["source"] == "scalar"}
     try:
-        return fn({**axes, **scalars}, torch.device("meta"))
+        return fn({**workload["axes"], **scalars}, torch.device("meta"))
     except Exception:  # noqa: BLE001 — it reads values: make them for real
         pass
     torch.manual_seed(0)
-    return fn({**axes, **scalars}, torch.device("cpu"))
+    return fn({**workload["axes"], **scalars}, torch.device("cpu"))
 
 
 def _empty_like_spec(value):
@@ -90,18 +64,16 @@ def _empty_like_spec(value):
     return torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype)
 
 
-def example_inputs(problem, namespace, workload, axes):
+def example_inputs(problem, namespace, workload):
     """The inputs in definition order: tensors unfilled (torch.empty), scalars with their values."""
-    defn = problem.definition
-    custom = _custom_values(problem, namespace, workload, axes)
+    custom = _custom_values(problem, namespace, workload)
     gen = torch.Generator().manual_seed(0)
     values = []
-    for name, spec in defn["inputs"].items():
-        d = workload["inputs"].get(name, {"type": "random"})
-        dtype = oracle.spec_to_torch_dtype(spec["dtype"])
-        kind = d.get("type", "random")
+    for spec in workload["inputs"]:
+        name, kind = spec["name"], spec["source"]
+        dtype = ko.common.spec_to_torch_dtype(spec["dtype"])
         if kind == "scalar":
-            values.append(d["value"])
+            values.append(spec["value"])
         elif kind == "custom":
             if name not in custom:
                 raise ValueError(f"custom input '{name}' was not produced by the custom-inputs function")
@@ -110,23 +82,21 @@ def example_inputs(problem, namespace, workload, axes):
         elif spec["shape"] is None:
             values.append(_random_scalar(dtype, gen))
         else:
-            shape = list(oracle.resolve_shape(spec["shape"], axes))
+            shape = list(spec["shape"])
             if dtype == torch.float4_e2m1fn_x2 and kind != "safetensors":
                 shape[-1] //= 2  # the oracle draws the declared shape and packs two values a byte
             values.append(torch.empty(shape, dtype=dtype))
     return values
 
 
-def real_inputs(problem, namespace, uuid, workload, axes):
+def real_inputs(problem, namespace, workload):
     """The workload's inputs with their values, drawn as the oracle draws them (CPU, seed 0): for
     draft export, which decides data-dependent branches on the data."""
-    defn = problem.definition
-    shapes = {n: oracle.resolve_shape(s["shape"], axes) for n, s in defn["inputs"].items()}
-    safe = {}
-    if any(isinstance(d, dict) and d.get("type") == "safetensors" for d in workload["inputs"].values()):
-        safe = oracle.load_safetensors_inputs(problem, workload, shapes)
-    oracle.seed_everything(oracle.derive_seed(uuid, 0), torch.device("cpu"))
-    values, _ = oracle.gen_inputs(problem, workload, axes, shapes, safe, namespace, torch.device("cpu"), [])
+    blobs = {}
+    if any(i["source"] == "safetensors" for i in workload["inputs"]):
+        blobs = ko.inputs.load_blob_inputs(workload)
+    ko.inputs.seed_everything(ko.inputs.derive_seed(workload["uuid"], 0), torch.device("cpu"))
+    values, _ = ko.inputs.gen_inputs(problem, workload, blobs, namespace, torch.device("cpu"), [])
     return values
 
 

@@ -5,17 +5,17 @@ for every input set it loads, so the Python start (torch import, CUDA set-up: se
 is paid once instead of once per set: 018's and 019's random KV caches (~1 GB, above the oracle's
 regeneration threshold) are rebuilt for every set a judge worker loads, two per workload.
 
-    python3 kernelarc_regen_serve.py --problem DIR --device cpu|cuda
+    python3 kernelarc_regen_serve.py --spec FILE --device cpu|cuda
 
 Requests, one JSON object per stdin line: {"uuid": ..., "seed": N, "outdir": DIR, "inputs": [NAME, ...]}
-(the job's inputs are drawn again by kernelarc_oracle.regen_job, the same code path and random draws as
+(the job's inputs are drawn again by kaoracle.jobs.regen_job, the same code path and random draws as
 ``generate``, and the named ones written to DIR/inputs.safetensors). Replies, one JSON line per request
 on stdout, in order: {"ok": true, "seconds": S} or {"ok": false, "message": ...}; a failed request does
 not end the server. EOF on stdin ends it (exit 0). Everything else goes to stderr, which starts with one
 line "kernelarc_oracle: regen-serve for PROBLEM on DEVICE (pid N)".
 
-A file of its own, not a command of kernelarc_oracle.py: the oracle cache's keys hold that file's hash
-(Oracle::version), and serving requests changes no entry's content.
+A file of its own, not a command of kernelarc_oracle.py: the oracle cache's keys hold the hashes of
+kernelarc_oracle.py and kaoracle/ (Oracle::version), and serving requests changes no entry's content.
 """
 import argparse
 import gc
@@ -24,11 +24,11 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kernelarc_oracle as ko  # noqa: E402
 
 
-def serve(problem, refsrc, device, requests, replies):
+def serve(ko, problem, refsrc, device, requests, replies):
+    import torch
+
     print(f"kernelarc_oracle: regen-serve for {problem.name} on {device} (pid {os.getpid()})", file=sys.stderr,
           flush=True)
     while True:
@@ -42,16 +42,17 @@ def serve(problem, refsrc, device, requests, replies):
             req = json.loads(line)
             uuid, seed, outdir, names = req["uuid"], int(req["seed"]), req["outdir"], list(req["inputs"])
             if not os.path.isdir(outdir):
-                raise ko.OracleError("load", f"output folder '{outdir}' does not exist")
-            ko.regen_job(problem, refsrc, uuid, seed, outdir, device, names)
+                raise ko.common.OracleError("load", f"output folder '{outdir}' does not exist")
+            ko.jobs.regen_job(problem, refsrc, uuid, seed, outdir, device, names)
             reply = {"ok": True, "seconds": round(time.monotonic() - t0, 3)}
         except Exception as e:
-            reply = {"ok": False, "message": ko.one_line(str(e)) if isinstance(e, ko.OracleError) else ko.exc_text(e)}
+            reply = {"ok": False, "message": ko.common.one_line(str(e)) if isinstance(e, ko.common.OracleError)
+                     else ko.common.exc_text(e)}
             print(f"kernelarc_oracle: regen-serve request failed: {reply['message']}", file=sys.stderr, flush=True)
         # Hand the set's memory back between requests: the judge's worker keeps sets on the same GPU.
         gc.collect()
         if device.type == "cuda":
-            ko.torch.cuda.empty_cache()
+            torch.cuda.empty_cache()
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 
@@ -64,20 +65,27 @@ def main():
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     ap = argparse.ArgumentParser(prog="kernelarc_regen_serve.py", description=__doc__.split("\n")[0])
-    ap.add_argument("--problem", required=True, help="problem folder (definition.json, workload.jsonl)")
+    ap.add_argument("--spec", required=True, help="the problem's spec (written by the C++ problem layer)")
     ap.add_argument("--device", required=True, choices=["cpu", "cuda"])
     args = ap.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from kaoracle import common, spec  # no torch yet: a bad spec is one line on stderr
+
     try:
-        problem = ko.Problem(args.problem)
-    except ko.UsageError as e:
-        print(f"kernelarc_oracle: {ko.one_line(str(e))}", file=sys.stderr)
+        problem = spec.ProblemSpec(args.spec)
+    except common.UsageError as e:
+        print(f"kernelarc_oracle: {common.one_line(str(e))}", file=sys.stderr)
         return 2
-    device = ko.open_device(args.device)
+    import kaoracle.jobs  # noqa: F401  (imports torch: after stdout has been redirected)
+    import kaoracle.reference  # noqa: F401
+    import kaoracle as ko
+
+    device = ko.common.open_device(args.device)
     if device is None:
         return 2
-    refsrc = ko.ReferenceSource(problem.definition["reference"])
+    refsrc = ko.reference.ReferenceSource(problem.reference)
     try:
-        return serve(problem, refsrc, device, sys.stdin, replies)
+        return serve(ko, problem, refsrc, device, sys.stdin, replies)
     finally:
         refsrc.cleanup()
 

@@ -24,6 +24,7 @@
 #include "util/files.h"
 #include "util/hash.h"
 #include "util/process.h"
+#include "oracle/spec.h"
 #include "util/resources.h"
 
 namespace ka {
@@ -92,10 +93,28 @@ std::optional<double> OracleEntry::compile_ms() const {
   return std::nullopt;
 }
 
+// The oracle's Python: the command line and its package. Every file's text, and the format of the
+// spec it is given, make up the oracle's version, part of every cache key.
+constexpr const char* kOracleFiles[] = {
+    "kernelarc_oracle.py",        "kaoracle/__init__.py",       "kaoracle/common.py", "kaoracle/spec.py",
+    "kaoracle/safetensors_io.py", "kaoracle/inputs.py",         "kaoracle/reference.py",
+    "kaoracle/timing.py",         "kaoracle/compile_baseline.py", "kaoracle/work_count.py", "kaoracle/jobs.py"};
+
+std::string OracleEntry::compile_note() const {
+  if (meta.contains("compile_note") && meta["compile_note"].is_string()) return meta["compile_note"].get<std::string>();
+  return {};
+}
+
 std::string Oracle::version() {
-  static std::string v = sha256_hex(read_text(resource_path("src/oracle/kernelarc_oracle.py"))).substr(0, 16);
+  static const std::string v = [] {
+    std::string src = kOracleSpecFormat;
+    for (const char* f : kOracleFiles) src += "\n" + sha256_hex(read_text(resource_path(std::string("src/oracle/") + f)));
+    return sha256_hex(src).substr(0, 16);
+  }();
   return v;
 }
+
+std::filesystem::path Oracle::spec_file(const Problem& p) const { return write_oracle_spec(p, root_.parent_path() / "specs"); }
 
 // The long-lived regeneration process of load_inputs() (src/oracle/kernelarc_regen_serve.py): one
 // request line (JSON) in, one reply line out. Restarted for another problem, and after it died, hung
@@ -103,7 +122,7 @@ std::string Oracle::version() {
 struct Oracle::RegenServer {
   std::mutex mu;
   Child child;
-  fs::path problem_dir;
+  fs::path spec;  // the spec of the problem it serves
   fs::path log;
 };
 
@@ -149,7 +168,7 @@ json Oracle::borrowed_timings(const std::string& key, bool tr, bool tc) const {
   json out = json::object();  // only what is asked: a compile timing must not become a baseline unasked
   for (const char* f : {"reference_ms", "reference_timing"})
     if (tr && meta.contains(f)) out[f] = meta[f];
-  for (const char* f : {"compile_ms", "compile_timing"})
+  for (const char* f : {"compile_ms", "compile_timing", "compile_note"})
     if (tc && meta.contains(f)) out[f] = meta[f];
   out["timings_from"] = {{"cache", "oracle-timings"},
                          {"key", key},
@@ -169,6 +188,7 @@ struct GroupRun {
   const std::vector<json>& borrowed;
   const fs::path& root;
   const std::string& device;
+  const fs::path& spec;  // the problem's spec (Oracle::spec_file)
   double compile_budget_s, time_limit_s;
   bool timings_only;
   std::vector<OracleEntry>& out;
@@ -197,8 +217,8 @@ std::vector<std::vector<std::string>> GroupRun::commands(const std::vector<size_
   }
   std::vector<std::vector<std::string>> cmds(shards);
   for (auto& cmd : cmds) {
-    cmd = {python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate", "--problem",
-           fs::absolute(p.dir).string(), "--device", device};
+    cmd = {python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "generate", "--spec",
+           fs::absolute(spec).string(), "--device", device};
     if (tr) cmd.push_back("--time-reference");
     if (timings_only) cmd.push_back("--timings-only");
     if (tc) {
@@ -366,7 +386,8 @@ std::vector<OracleEntry> Oracle::ensure(const Problem& p, const std::vector<Orac
   };
   std::vector<size_t> timed, untimed;
   for (size_t i : missing) (reqs[i].timed && borrowed[i].is_null() ? timed : untimed).push_back(i);
-  GroupRun g{p, reqs, keys, borrowed, root, device_, compile_budget_s_, time_limit_s_, timings_only, out};
+  const fs::path spec = spec_file(p);
+  GroupRun g{p, reqs, keys, borrowed, root, device_, spec, compile_budget_s_, time_limit_s_, timings_only, out};
   g.run(timed, time_reference, time_compile, left());
   g.run(untimed, false, false, left());
   return out;
@@ -419,10 +440,11 @@ std::vector<json> Oracle::count(const Problem& p, const std::vector<const Worklo
     spdlog::info("oracle: counted {}/{} {}{}", done, missing.size(), it->first.substr(0, 8), ok ? "" : " (failed)");
   };
   const auto limit = std::min<std::chrono::milliseconds>(time_limit(), std::chrono::minutes(60));
+  const fs::path spec = spec_file(p);
   std::vector<std::future<RunResult>> runs;
   for (size_t sh = 0; sh < shards; ++sh) {
     std::vector<std::string> cmd{python(), resource_path("src/oracle/kernelarc_oracle.py").string(), "count",
-                                 "--problem", fs::absolute(p.dir).string(), "--device", device_};
+                                 "--spec", fs::absolute(spec).string(), "--device", device_};
     for (size_t j = sh; j < missing.size(); j += shards) {
       cmd.push_back("--workload");
       cmd.push_back(workloads[missing[j]]->uuid);
@@ -496,15 +518,15 @@ SafeTensors Oracle::load_inputs(const Problem& p, const OracleEntry& e) const {
     {  // the server answers one request at a time; reading its output below needs no lock
       std::lock_guard<std::mutex> lock(regen_->mu);
       RegenServer& srv = *regen_;
-      const fs::path pdir = fs::absolute(p.dir);
-      if (srv.child.running() && srv.problem_dir != pdir) srv.child.kill_and_reap();  // it serves one problem
+      const fs::path spec = fs::absolute(spec_file(p));
+      if (srv.child.running() && srv.spec != spec) srv.child.kill_and_reap();  // it serves one problem
       if (!srv.child.running()) {
         fs::create_directories(root_.parent_path() / "logs");
         srv.log = root_.parent_path() / "logs" / fmt::format("regen-serve-{}-{}.log", ::getpid(), p.def.name);
-        srv.child.start({python(), resource_path("src/oracle/kernelarc_regen_serve.py").string(), "--problem",
-                         pdir.string(), "--device", device_},
+        srv.child.start({python(), resource_path("src/oracle/kernelarc_regen_serve.py").string(), "--spec",
+                         spec.string(), "--device", device_},
                         srv.log.string());
-        srv.problem_dir = pdir;
+        srv.spec = spec;
       }
       const std::string req = json{{"uuid", uuid}, {"seed", seed}, {"outdir", work.string()}, {"inputs", names}}.dump() + "\n";
       std::string reply;

@@ -1,6 +1,7 @@
 // oracle/oracle.h — the C++ side of the reference oracle. For (problem, workload, seed) it runs
-// the Python oracle (kernelarc_oracle.py, a subprocess: the only Python in the loop) to build the
-// inputs and the reference outputs, and keeps them in a content-addressed, read-only cache keyed by
+// the Python oracle (kernelarc_oracle.py, a subprocess: the only Python in the loop), tells it the
+// problem as the problem layer resolved it (spec_file, oracle/spec.h), has it build the inputs and
+// the reference outputs, and keeps them in a content-addressed, read-only cache keyed by
 // (definition hash, workload, its blobs, seed, oracle version, device). Every file's SHA-256 is
 // recorded when the entry is written and checked again before every use. Random inputs above a
 // size threshold are not stored but regenerated (deterministically, hash-checked) on load:
@@ -30,6 +31,9 @@ struct OracleEntry {
   bool ok() const { return error.empty(); }
   std::optional<double> reference_ms() const;
   std::optional<double> compile_ms() const;  // torch.compile'd reference (time_compile)
+  // Why the compile baseline is missing or may mislead (a fallback or recompile caught while timed,
+  // graph breaks, no graph at all, a failed compile): meta "compile_note"; "" when there is none.
+  std::string compile_note() const;
 };
 
 // The reference captured as an operator graph (src/oracle/capture.py, docs/graph-format.md).
@@ -79,6 +83,9 @@ class Oracle {
   // input set. Thread-safe (one request at a time).
   SafeTensors load_inputs(const Problem& p, const OracleEntry& e) const;
   std::string key(const Problem& p, const Workload& w, uint64_t seed) const;
+  // The problem as the oracle's scripts receive it (oracle/spec.h), written once under
+  // cache_root()/specs and named by its content's hash.
+  std::filesystem::path spec_file(const Problem& p) const;
   // key() without the device: the bounds cache's key.
   std::string count_key(const Problem& p, const Workload& w) const;
   static std::string version();

@@ -119,7 +119,8 @@ std::vector<TensorDef> parse_tensors(const json& j, const char* key, const std::
   return out;
 }
 
-// Evaluates every axis for a workload, in dependency order; reports cycles and unknown names.
+}  // namespace
+
 std::map<std::string, int64_t> resolve_axes(const Definition& def, const std::map<std::string, int64_t>& vars,
                                             const std::string& where) {
   std::map<std::string, int64_t> out;
@@ -171,6 +172,8 @@ std::map<std::string, int64_t> resolve_axes(const Definition& def, const std::ma
   }
   return out;
 }
+
+namespace {
 
 Tolerance parse_tolerance(const json& t, const std::string& where) {
   Tolerance tol;

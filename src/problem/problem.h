@@ -89,6 +89,11 @@ Workload parse_workload_line(const Definition& def, std::string_view line, const
 Problem load_problem(const std::filesystem::path& dir);
 // Throws a UserError naming the first unavailable input of the workload.
 void require_inputs_available(const Problem& p, const Workload& w);
+// Every axis's value (const, var and expr, in dependency order) given the var axes' values;
+// UserError (prefixed by `where`) for a missing var axis, an unknown name, a cycle or a
+// non-integer expression.
+std::map<std::string, int64_t> resolve_axes(const Definition& def, const std::map<std::string, int64_t>& vars,
+                                            const std::string& where);
 // Concrete shape of a tensor for a workload ([] for scalars and 0-D tensors).
 std::vector<int64_t> resolve_shape(const TensorDef& t, const Workload& w);
 // Finds problem folders (those holding a definition.json) at or below `root`, sorted.

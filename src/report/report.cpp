@@ -83,6 +83,7 @@ json best_of(const Store& store, const json& leaderboard, const json& workloads,
                 {"median_us", m.median_us},      {"spread", m.spread},
                 {"reference_us", m.reference_us > 0 ? json(m.reference_us) : json()},
                 {"compile_us", m.extra.is_object() && m.extra.contains("compile_us") ? m.extra["compile_us"] : json()},
+                {"compile_note", m.extra.is_object() && m.extra.contains("compile_note") ? m.extra["compile_note"] : json()},
                 {"sol_us", sol_us.contains(m.workload) ? sol_us[m.workload] : json()}, {"measurement", m.id}};
     rows.push_back(std::move(row));
   }
