@@ -54,8 +54,59 @@ std::string param_decl(const Graph& g, const NamedValue& nv, bool output) {
   return fmt::format("int64_t {}", nv.name);
 }
 
-// const int64_t ax_<axis> = ...; for every axis the graph's shapes or sym args can name.
-std::string emit_axes(const Graph& g) {
+std::string emit_constant(const Graph& g, const Constant& c) {
+  const Value& v = g.value(c.value);
+  std::string data;
+  for (size_t i = 0; i < c.data.size(); ++i) data += (i ? "," : "") + float_lit(c.data[i]);
+  if (v.kind == Value::Scalar)
+    return fmt::format("  kg::A {} = kg::A::F({});\n", value_var(c.value), c.data.empty() ? "0" : float_lit(c.data[0]));
+  std::string shape;
+  for (size_t i = 0; i < v.type.shape.size(); ++i) shape += (i ? ", " : "") + expr_cpp(v.type.shape[i].expr);
+  return fmt::format("  static const double c{}[] = {{{}}};\n  kg::T {} = kg::from_data(c{}, {}, {{{}}}, {});\n", c.value,
+                     data.empty() ? "0" : data, value_var(c.value), c.value, c.data.size(), shape,
+                     static_cast<int>(v.type.dtype));
+}
+
+std::string emit_node(const Graph& g, const Node& n, size_t index) {
+  std::string pos, kw, dts;
+  for (size_t i = 0; i < n.args.size(); ++i) pos += (i ? ", " : "") + arg_cpp(g, n.args[i]);
+  for (const auto& [k, a] : n.kwargs) kw += fmt::format("{}{{\"{}\", {}}}", kw.empty() ? "" : ", ", k, arg_cpp(g, a));
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    dts += (i ? ", " : "") + std::to_string(n.outputs[i] < 0 ? -1 : static_cast<int>(g.value(n.outputs[i]).type.dtype));
+  std::string s = fmt::format("  kg::R r{} = {}({{{}}}, {{{}}}, {{{}}});\n", index, op_symbol(n.op), pos, kw, dts);
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const int o = n.outputs[i];
+    if (o < 0) continue;
+    if (g.value(o).kind == Value::Tensor) s += fmt::format("  kg::T {} = r{}.at({}).t;\n", value_var(o), index, i);
+    else s += fmt::format("  kg::A {} = r{}.at({});\n", value_var(o), index, i);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string expr_cpp(const std::string& expr, const std::string& prefix, const std::string& fn_prefix) {
+  std::string out;
+  for (size_t i = 0; i < expr.size();) {
+    const char c = expr[i];
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t j = i;
+      while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
+      const std::string id = expr.substr(i, j - i);
+      out += (id == "max" || id == "min") ? fn_prefix + id : prefix + id;
+      i = j;
+    } else if (c == '/' && i + 1 < expr.size() && expr[i + 1] == '/') {
+      out += "/";
+      i += 2;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string emit_axes(const Graph& g, std::vector<std::string>* names) {
   std::string out;
   std::set<std::string> done;
   for (const auto& [name, a] : g.axes.items()) {
@@ -100,58 +151,7 @@ std::string emit_axes(const Graph& g) {
       done.insert(name);
     }
   for (const auto& n : done) out += fmt::format("  (void)ax_{};\n", n);
-  return out;
-}
-
-std::string emit_constant(const Graph& g, const Constant& c) {
-  const Value& v = g.value(c.value);
-  std::string data;
-  for (size_t i = 0; i < c.data.size(); ++i) data += (i ? "," : "") + float_lit(c.data[i]);
-  if (v.kind == Value::Scalar)
-    return fmt::format("  kg::A {} = kg::A::F({});\n", value_var(c.value), c.data.empty() ? "0" : float_lit(c.data[0]));
-  std::string shape;
-  for (size_t i = 0; i < v.type.shape.size(); ++i) shape += (i ? ", " : "") + expr_cpp(v.type.shape[i].expr);
-  return fmt::format("  static const double c{}[] = {{{}}};\n  kg::T {} = kg::from_data(c{}, {}, {{{}}}, {});\n", c.value,
-                     data.empty() ? "0" : data, value_var(c.value), c.value, c.data.size(), shape,
-                     static_cast<int>(v.type.dtype));
-}
-
-std::string emit_node(const Graph& g, const Node& n, size_t index) {
-  std::string pos, kw, dts;
-  for (size_t i = 0; i < n.args.size(); ++i) pos += (i ? ", " : "") + arg_cpp(g, n.args[i]);
-  for (const auto& [k, a] : n.kwargs) kw += fmt::format("{}{{\"{}\", {}}}", kw.empty() ? "" : ", ", k, arg_cpp(g, a));
-  for (size_t i = 0; i < n.outputs.size(); ++i)
-    dts += (i ? ", " : "") + std::to_string(n.outputs[i] < 0 ? -1 : static_cast<int>(g.value(n.outputs[i]).type.dtype));
-  std::string s = fmt::format("  kg::R r{} = {}({{{}}}, {{{}}}, {{{}}});\n", index, op_symbol(n.op), pos, kw, dts);
-  for (size_t i = 0; i < n.outputs.size(); ++i) {
-    const int o = n.outputs[i];
-    if (o < 0) continue;
-    if (g.value(o).kind == Value::Tensor) s += fmt::format("  kg::T {} = r{}.at({}).t;\n", value_var(o), index, i);
-    else s += fmt::format("  kg::A {} = r{}.at({});\n", value_var(o), index, i);
-  }
-  return s;
-}
-
-}  // namespace
-
-std::string expr_cpp(const std::string& expr) {
-  std::string out;
-  for (size_t i = 0; i < expr.size();) {
-    const char c = expr[i];
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t j = i;
-      while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
-      const std::string id = expr.substr(i, j - i);
-      out += (id == "max" || id == "min") ? "kg::i" + id : "ax_" + id;
-      i = j;
-    } else if (c == '/' && i + 1 < expr.size() && expr[i + 1] == '/') {
-      out += "/";
-      i += 2;
-    } else {
-      out += c;
-      ++i;
-    }
-  }
+  if (names) names->assign(done.begin(), done.end());
   return out;
 }
 
