@@ -71,6 +71,23 @@ KA_DEV void st(void* p, I off, CT<DT> v) {
   else static_cast<uint8_t*>(p)[off] = v ? 1 : 0;
 }
 
+// Adds v to element `off` (index_put with accumulate=True); on the GPU atomically (bf16 / fp16
+// atomics round each addition), under the emulator plainly (its threads never interleave there).
+template <int DT, typename I>
+KA_DEV void atomic_add(void* p, I off, CT<DT> v) {
+#ifdef KA_EMULATE
+  st<DT>(p, off, static_cast<CT<DT>>(ld<DT>(p, off) + v));
+#else
+  if constexpr (DT == ka::kFloat32) atomicAdd(static_cast<float*>(p) + off, v);
+  else if constexpr (DT == ka::kFloat64) atomicAdd(static_cast<double*>(p) + off, v);
+  else if constexpr (DT == ka::kBFloat16) atomicAdd(static_cast<__nv_bfloat16*>(p) + off, __float2bfloat16_rn(v));
+  else if constexpr (DT == ka::kFloat16) atomicAdd(static_cast<__half*>(p) + off, __float2half_rn(v));
+  else if constexpr (DT == ka::kInt64) atomicAdd(static_cast<unsigned long long*>(p) + off, static_cast<unsigned long long>(v));
+  else if constexpr (DT == ka::kInt32) atomicAdd(static_cast<int*>(p) + off, static_cast<int>(v));
+  else st<DT>(p, off, static_cast<CT<DT>>(ld<DT>(p, off) + v));  // not lowered (codegen_cuda refuses)
+#endif
+}
+
 // A computed value rounded to dtype DT and back (what storing and reloading it would give).
 template <int DT, typename V>
 KA_DEV CT<DT> rnd(V x) {

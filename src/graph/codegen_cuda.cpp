@@ -58,8 +58,10 @@ struct Gen {
   void launch_kernel(Kernel& k, const std::string& name, const std::vector<std::string>& outs, bool row, const Node* root,
                      const std::vector<Dim>& shape);
   void ew_step(int v, const std::string& ptr, int group);
+  void ew_step_as(int v, const Value& as, const std::string& ptr, int group);
   void row_step(const Group& gr);
   void gemm_step(const Group& gr);
+  void scatter_step(const Group& gr);
   std::pair<std::string, bool> gemm_operand(int v);
   void output_copies();
 };
@@ -100,16 +102,18 @@ void Gen::launch_kernel(Kernel& k, const std::string& name, const std::vector<st
 }
 
 // An elementwise kernel storing value v (computed as in `group`; -1: only virtual values inline).
-void Gen::ew_step(int v, const std::string& ptr, int group) {
+void Gen::ew_step(int v, const std::string& ptr, int group) { ew_step_as(v, g.value(v), ptr, group); }
+
+// Value v (computed as in `group`) stored at `ptr` with the shape and dtype of `as`.
+void Gen::ew_step_as(int v, const Value& as, const std::string& ptr, int group) {
   Kernel k;
   k.plan = &plan;
   k.group = group;
-  const Value& x = g.value(v);
   const std::string f = k.fn(v);
   const std::string ns = fmt::format("kg{}", nk++);
-  kernels += fmt::format("namespace {} {{\n{}{}}}  // namespace {}\n", ns, k.code, ew_kernel(k, "kern", EwOut{f, x.type.shape, x.type.dtype}), ns);
+  kernels += fmt::format("namespace {} {{\n{}{}}}  // namespace {}\n", ns, k.code, ew_kernel(k, "kern", EwOut{f, as.type.shape, as.type.dtype}), ns);
   read(ptr);
-  launch_kernel(k, ns + "::kern", {ptr}, false, nullptr, x.type.shape);
+  launch_kernel(k, ns + "::kern", {ptr}, false, nullptr, as.type.shape);
 }
 
 void Gen::row_step(const Group& gr) {
@@ -213,6 +217,23 @@ void Gen::gemm_step(const Group& gr) {
                       expr_cpp(as[r - 1].expr), alpha, beta, opt.tf32);
 }
 
+// index_put: the output is a copy of self, then the values are stored (or added) at the indices.
+void Gen::scatter_step(const Group& gr) {
+  const Node& n = g.nodes[static_cast<size_t>(gr.root)];
+  const int out = n.outputs.at(0);
+  const Value& ov = g.value(out);
+  const std::string dst = store_loc(out);
+  ew_step_as(n.args.at(0).value, ov, dst, gr.id);
+  Kernel k;
+  k.plan = &plan;
+  k.group = gr.id;
+  const std::string fput = scatter_fn(k, n);
+  const std::string ns = fmt::format("kg{}", nk++);
+  const auto rshape = index_result_shape(g, n);
+  kernels += fmt::format("namespace {} {{\n{}{}{}}}  // namespace {}\n", ns, k.code, fput, ew_kernel(k, "kern", EwOut{"fput", rshape, ov.type.dtype, false}), ns);
+  launch_kernel(k, ns + "::kern", {dst}, false, nullptr, rshape);
+}
+
 void Gen::output_copies() {
   for (const auto& o : g.outputs) {
     if (outputs_taken.count(o.name)) continue;
@@ -242,10 +263,12 @@ bool node_lowers(const Graph& g, const Node& n) {
     case OpKind::Pointwise:
     case OpKind::View:
     case OpKind::Layout:
+      if (op_base(n.op).starts_with("index_put")) return scatter_supported(g, n);
+      return expr_supported(g, n);
     case OpKind::Creation: return expr_supported(g, n);
     case OpKind::Reduction:
     case OpKind::Normalization: return row_supported(g, n);
-    case OpKind::Library: return gemm_supported(g, n);
+    case OpKind::Library: return gemm_supported(g, n) || (op_base(n.op) == "cumsum" && row_supported(g, n));
     default: return false;
   }
 }
@@ -281,8 +304,10 @@ void run_steps(Gen& gen) {
       if (!node_lowers(g, g.nodes[static_cast<size_t>(i)])) throw Unlowered{g.nodes[static_cast<size_t>(i)].op};
     if (gen.plan.virtual_group[static_cast<size_t>(gr->id)]) continue;
     const OpKind k = op_kind(root.op);
-    if (k == OpKind::Library) gen.gemm_step(*gr);
+    if (k == OpKind::Library && op_base(root.op) == "cumsum") gen.row_step(*gr);
+    else if (k == OpKind::Library) gen.gemm_step(*gr);
     else if (k == OpKind::Reduction || k == OpKind::Normalization) gen.row_step(*gr);
+    else if (op_base(root.op).starts_with("index_put")) gen.scatter_step(*gr);
     else
       for (int o : root.outputs)
         if (o >= 0) gen.ew_step(o, gen.store_loc(o), gr->id);

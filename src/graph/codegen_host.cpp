@@ -106,30 +106,37 @@ std::string expr_cpp(const std::string& expr, const std::string& prefix, const s
   return out;
 }
 
+namespace {
+
+// "<input>.shape[d]" for the first input dimension named exactly `axis`; "" when none is.
+std::string input_dim(const Graph& g, const std::string& axis) {
+  for (const auto& in : g.inputs) {
+    const Value& v = g.value(in.value);
+    if (v.kind != Value::Tensor) continue;
+    for (size_t d = 0; d < v.type.shape.size(); ++d)
+      if (v.type.shape[d].expr == axis) return fmt::format("{}.shape[{}]", in.name, d);
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string emit_axes(const Graph& g, std::vector<std::string>* names) {
   std::string out;
   std::set<std::string> done;
   for (const auto& [name, a] : g.axes.items()) {
-    const std::string type = a.value("type", std::string());
+    const std::string type = a.value("type", std::string()), dim = input_dim(g, name);
     if (type == "const") {
       out += fmt::format("  const int64_t ax_{} = {};\n", name, a.value("value", int64_t(0)));
-      done.insert(name);
     } else if (type == "var") {
-      for (const auto& in : g.inputs) {
-        const Value& v = g.value(in.value);
-        if (v.kind != Value::Tensor || done.count(name)) continue;
-        for (size_t d = 0; d < v.type.shape.size(); ++d)
-          if (v.type.shape[d].expr == name) {
-            out += fmt::format("  const int64_t ax_{} = {}.shape[{}];\n", name, in.name, d);
-            done.insert(name);
-            break;
-          }
-      }
-      if (!done.count(name)) {
-        out += fmt::format("  const int64_t ax_{} = 0;  // not the size of any input dimension\n", name);
-        done.insert(name);
-      }
+      out += dim.empty() ? fmt::format("  const int64_t ax_{} = 0;  // not the size of any input dimension\n", name)
+                         : fmt::format("  const int64_t ax_{} = {};\n", name, dim);
+    } else if (type == "expr" && !dim.empty()) {  // derived, but an input's size says it directly
+      out += fmt::format("  const int64_t ax_{} = {};\n", name, dim);
+    } else {
+      continue;
     }
+    done.insert(name);
   }
   // Integer scalar inputs may size tensors too.
   for (const auto& in : g.inputs) {

@@ -406,33 +406,47 @@ std::vector<Dim> broadcast_shape(const Graph& g, const std::vector<int>& vs) {
   return out;
 }
 
-std::string index_tensor_body(Kernel& k, const Node& n, const Value& out) {
-  const Graph& g = *k.plan->g;
-  const int a = n.args.at(0).value;
-  const auto& in = g.value(a).type.shape;
-  std::vector<int> pos, idx;
+struct IndexSpec {
+  std::vector<int> pos, idx;  // indexed dims of x and their index tensors
+  std::vector<Dim> bs;        // the index tensors' broadcast shape
+  bool adjacent = true;       // the broadcast dims replace the indexed ones in place (else they lead)
+};
+
+IndexSpec index_spec(const Graph& g, const Node& n) {
+  IndexSpec s;
   const auto& list = n.args.at(1).list;
   for (size_t d = 0; d < list.size(); ++d)
-    if (list[d].kind == Arg::ValueRef) pos.push_back(static_cast<int>(d)), idx.push_back(list[d].value);
-  if (idx.empty()) throw Unlowered{n.op};
-  const bool adjacent = pos.back() - pos.front() + 1 == static_cast<int>(pos.size());
-  const auto bs = broadcast_shape(g, idx);
-  const int first = adjacent ? pos.front() : 0;  // where the broadcast dims sit in the output
-  Body b;
+    if (list[d].kind == Arg::ValueRef) s.pos.push_back(static_cast<int>(d)), s.idx.push_back(list[d].value);
+  if (s.idx.empty()) throw Unlowered{n.op};
+  s.adjacent = s.pos.back() - s.pos.front() + 1 == static_cast<int>(s.pos.size());
+  s.bs = broadcast_shape(g, s.idx);
+  return s;
+}
+
+// Coordinates j of x (the indexed tensor) for coordinate i of x[indices].
+std::string index_coords(Kernel& k, Body& b, const Node& n, const IndexSpec& s) {
+  const auto& in = k.plan->g->value(n.args.at(0).value).type.shape;
+  const int first = s.adjacent ? s.pos.front() : 0;  // where the broadcast dims sit in the result
   const std::string j = b.fresh("j");
   b.s += "  " + arr_decl(j, in.size()) + ";\n";
-  for (size_t t = 0; t < idx.size(); ++t)
-    b.s += fmt::format("  {}[{}] = {};\n", j, pos[t],
-                       index_read(k, b, idx[t], bs, fmt::format("(i + {})", first), in[static_cast<size_t>(pos[t])]));
-  size_t o = adjacent ? 0 : bs.size();
+  for (size_t t = 0; t < s.idx.size(); ++t)
+    b.s += fmt::format("  {}[{}] = {};\n", j, s.pos[t],
+                       index_read(k, b, s.idx[t], s.bs, fmt::format("(i + {})", first), in[static_cast<size_t>(s.pos[t])]));
+  size_t o = s.adjacent ? 0 : s.bs.size();
   for (size_t d = 0; d < in.size(); ++d) {
-    if (std::find(pos.begin(), pos.end(), static_cast<int>(d)) != pos.end()) {
-      if (adjacent && static_cast<int>(d) == pos.front()) o += bs.size();
+    if (std::find(s.pos.begin(), s.pos.end(), static_cast<int>(d)) != s.pos.end()) {
+      if (s.adjacent && static_cast<int>(d) == s.pos.front()) o += s.bs.size();
       continue;
     }
     b.s += fmt::format("  {}[{}] = i[{}];\n", j, d, o++);
   }
-  return b.s + fmt::format("  return {};\n", call_at(k, a, j, out.type.dtype));
+  return j;
+}
+
+std::string index_tensor_body(Kernel& k, const Node& n, const Value& out) {
+  Body b;
+  const std::string j = index_coords(k, b, n, index_spec(*k.plan->g, n));
+  return b.s + fmt::format("  return {};\n", call_at(k, n.args.at(0).value, j, out.type.dtype));
 }
 
 std::string gather_like_body(Kernel& k, const Node& n, const Value& out) {
@@ -567,6 +581,43 @@ bool expr_supported(const Graph&, const Node& n) {
   return op_kind(n.op) == OpKind::Pointwise || ok.count(op_base(n.op));
 }
 
+
+std::vector<Dim> index_result_shape(const Graph& g, const Node& n) {
+  const IndexSpec s = index_spec(g, n);
+  const auto& in = g.value(n.args.at(0).value).type.shape;
+  std::vector<Dim> out;
+  if (!s.adjacent) out = s.bs;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (std::find(s.pos.begin(), s.pos.end(), static_cast<int>(d)) == s.pos.end()) out.push_back(in[d]);
+    else if (s.adjacent && static_cast<int>(d) == s.pos.front()) out.insert(out.end(), s.bs.begin(), s.bs.end());
+  }
+  return out;
+}
+
+bool scatter_supported(const Graph& g, const Node& n) {
+  const std::string b = op_base(n.op);
+  if ((b != "index_put" && b != "index_put_") || n.args.size() < 3 || n.args[2].kind != Arg::ValueRef) return false;
+  for (const auto& a : n.args.at(1).list)
+    if (a.kind == Arg::ValueRef && g.value(a.value).type.dtype == DType::boolean) return false;  // masks: data-dependent
+  const DType t = g.value(n.outputs.at(0)).type.dtype;
+  const Arg* acc = arg_at(n, 3, "accumulate");
+  const bool accumulate = acc && acc->kind == Arg::Bool && acc->i;
+  return !accumulate || t == DType::f32 || t == DType::f64 || t == DType::bf16 || t == DType::f16 || t == DType::i64 || t == DType::i32;
+}
+
+std::string scatter_fn(Kernel& k, const Node& n) {
+  const Graph& g = *k.plan->g;
+  const Value& out = g.value(n.outputs.at(0));
+  const Arg* acc = arg_at(n, 3, "accumulate");
+  const bool accumulate = acc && acc->kind == Arg::Bool && acc->i;
+  const auto rshape = index_result_shape(g, n);
+  Body b;
+  const std::string j = index_coords(k, b, n, index_spec(g, n));
+  const std::string v = operand(k, b, n.args.at(2).value, rshape, ctype(out.type.dtype));
+  b.s += fmt::format("  kgc::{}<{}>(B.p[0], {}, {});\n", accumulate ? "atomic_add" : "st", dtcode(out.type.dtype),
+                     lin_expr(j, out.type.shape), v);
+  return fmt::format("template <typename I, typename BB>\nKA_DEV void fput(const Env& E, const BB& B, const I* i) {{\n{}}}\n", b.s);
+}
 
 bool Kernel::inline_value(int v) const {
   const int p = plan->producer(v);

@@ -60,6 +60,12 @@ bool scalar_ok(const Graph& g, const Arg& a);     // a scalar argument the kerne
 // cuda_expr.cpp
 bool expr_supported(const Graph& g, const Node& n);  // pointwise, view, layout and creation ops
 std::string value_body(Kernel& k, int v);            // the body of f<v> for an inline value
+bool scatter_supported(const Graph& g, const Node& n);  // index_put
+// The shape of x[indices] (index.Tensor's result; the elements index_put writes).
+std::vector<Dim> index_result_shape(const Graph& g, const Node& n);
+// Device function `fput(E, B, i)` storing (or adding) index_put's value for element i of
+// index_result_shape into B.p[0] (the output, already holding the copied self).
+std::string scatter_fn(Kernel& k, const Node& n);
 
 // cuda_kernels.cpp
 bool row_supported(const Graph& g, const Node& n);   // reductions and normalisations
@@ -68,6 +74,7 @@ struct EwOut {
   std::string fn;
   std::vector<Dim> shape;
   DType dtype = DType::f32;
+  bool store = true;  // false: fn stores itself (called as a statement)
 };
 std::string ew_kernel(Kernel& k, const std::string& name, const EwOut& out);
 std::string row_kernel(Kernel& k, const std::string& name, const Node& root);

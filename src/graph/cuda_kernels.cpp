@@ -91,7 +91,8 @@ std::string ew_kernel(Kernel& k, const std::string& name, const EwOut& out) {
   k.outputs = 1;
   std::string body = fmt::format("      {{\n        {};\n", arr_decl("i", out.shape.size()));
   body += delin_stmt("idx", "i", out.shape);
-  body += fmt::format("        kgc::st<{}>(B.p[0], idx, {}(E, B, i));\n      }}\n", dtcode(out.dtype), out.fn);
+  body += out.store ? fmt::format("        kgc::st<{}>(B.p[0], idx, {}(E, B, i));\n      }}\n", dtcode(out.dtype), out.fn)
+                    : fmt::format("        {}(E, B, i);\n      }}\n", out.fn);
   return fmt::format(
       "template <typename I, typename BB>\n__global__ void __launch_bounds__(KA_THREADS) {}(Env E, BB B, I n) {{\n"
       "  constexpr int kT = KA_THREADS, kE = KA_EPT;\n"
@@ -246,6 +247,15 @@ std::string softmax_body(const Graph& g, const Node& n, const Value& out, const 
   return s + fmt::format("        const float x = X(jj);\n        kgc::st<{}>(B.p[0], {}, kgc::rnd<{}>({}));\n      }}\n", DT, lin_expr("c", out.type.shape), DT, y);
 }
 
+// cumsum: one thread per row adds along it in fp32, storing each prefix rounded to the output dtype.
+std::string scan_body(const Graph& g, const Value& out, const RowSpec& r) {
+  const std::string DT = dtcode(out.type.dtype);
+  return fmt::format(
+      "    if (live && lane == 0) {{\n      float acc = 0.f;\n      for (I jj = 0; jj < len; ++jj) {{\n        {};\n        at(jj, c);\n"
+      "        acc += X(jj);\n        kgc::st<{}>(B.p[0], {}, kgc::rnd<{}>(acc));\n      }}\n    }}\n",
+      arr_decl("c", g.value(r.in).type.shape.size()), DT, lin_expr("c", out.type.shape), DT);
+}
+
 std::string eps_arg(const Graph& g, const Node& n, size_t pos) { return n.args.size() > pos ? scalar_arg(g, n.args[pos], "float") : "1e-5f"; }
 
 // native_layer_norm (x, shape, w, b, eps) and native_group_norm (x, w, b, N, C, HxW, G, eps):
@@ -288,7 +298,7 @@ std::string norm_body(Kernel& k, const Node& n) {
 
 bool row_supported(const Graph& g, const Node& n) {
   static const std::set<std::string> ok{"sum", "mean", "amax", "amin", "var", "any", "all", "logsumexp", "_softmax",
-                                        "_log_softmax", "_safe_softmax", "native_layer_norm", "native_group_norm"};
+                                        "_log_softmax", "_safe_softmax", "native_layer_norm", "native_group_norm", "cumsum"};
   if (!ok.count(op_base(n.op)) || n.args.empty() || n.args[0].kind != Arg::ValueRef) return false;
   if (g.value(n.args[0].value).type.dtype == DType::f64) return false;
   for (int o : n.outputs) {
@@ -310,6 +320,7 @@ std::string row_kernel(Kernel& k, const std::string& name, const Node& n) {
                    arr_decl("c", g.value(r.in).type.shape.size()), x);
   const Value& out = g.value(n.outputs.at(0));
   if (op_kind(n.op) == OpKind::Reduction) s += reduction_body(n, out);
+  else if (b == "cumsum") s += scan_body(g, out, r);
   else if (b == "native_layer_norm" || b == "native_group_norm") s += norm_body(k, n);
   else s += softmax_body(g, n, out, r);
   return s + "  }\n}\n";
