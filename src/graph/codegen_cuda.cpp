@@ -47,6 +47,8 @@ struct Gen {
   std::string kernels, body;
   std::map<int, std::string> loc;  // stored value -> host pointer expression
   std::set<std::string> outputs_taken;
+  std::map<int, std::string> alias_out;  // stored value -> the output that is a reshape of it
+  std::map<int, int> alias_view;         // group of such a reshape -> the value it reshapes
   std::vector<WsBuf> ws;
   std::map<std::string, int> ws_index;  // "ka_w<k>" -> k
   int nk = 0, step = 0;
@@ -80,6 +82,10 @@ void Gen::read(const std::string& ptr) {
 
 // Where a group root's output goes: the graph output it is (first time), else a new buffer.
 std::string Gen::store_loc(int v) {
+  if (auto it = alias_out.find(v); it != alias_out.end() && !outputs_taken.count(it->second)) {
+    outputs_taken.insert(it->second);
+    return loc[v] = it->second + ".data";
+  }
   for (const auto& o : g.outputs)
     if (o.value == v && !outputs_taken.count(o.name)) {
       outputs_taken.insert(o.name);
@@ -288,8 +294,36 @@ void make_plan(Gen& gen, Graph& g, bool fuse) {
   }
 }
 
+bool reshape_like(const std::string& b) {
+  return b == "view" || b == "_unsafe_view" || b == "reshape" || b == "unsqueeze" || b == "squeeze" || b == "alias" ||
+         b == "detach";
+}
+
+// An output that is only a reshape of a value some kernel or GEMM stores: that value is stored in
+// the output's buffer (contiguous either way) and the reshape costs nothing.
+void plan_output_aliases(Gen& gen) {
+  const Graph& g = gen.g;
+  for (const auto& o : g.outputs) {
+    const int p = gen.plan.producer(o.value);
+    if (p < 0) continue;
+    const Node& n = g.nodes[static_cast<size_t>(p)];
+    const Group& gr = gen.plan.groups[static_cast<size_t>(n.group)];
+    if (!reshape_like(op_base(n.op)) || gr.nodes.size() != 1 || n.args.empty() || n.args[0].kind != Arg::ValueRef) continue;
+    const int src = n.args[0].value, sp = gen.plan.producer(src);
+    if (sp < 0 || gen.plan.is_virtual(src) || g.is_output(src) || gen.alias_out.count(src)) continue;
+    const Node& sn = g.nodes[static_cast<size_t>(sp)];
+    if (gen.plan.groups[static_cast<size_t>(sn.group)].root != sp) continue;
+    int outs = 0;
+    for (const auto& q : g.outputs) outs += q.value == o.value;
+    if (outs != 1) continue;
+    gen.alias_out[src] = o.name;
+    gen.alias_view[n.group] = src;
+  }
+}
+
 void run_steps(Gen& gen) {
   const Graph& g = gen.g;
+  plan_output_aliases(gen);
   for (const auto& in : g.inputs)
     if (g.value(in.value).kind == Value::Tensor) gen.loc[in.value] = in.name + ".data";
   for (const auto& c : g.constants)
@@ -303,6 +337,10 @@ void run_steps(Gen& gen) {
     for (int i : gr->nodes)
       if (!node_lowers(g, g.nodes[static_cast<size_t>(i)])) throw Unlowered{g.nodes[static_cast<size_t>(i)].op};
     if (gen.plan.virtual_group[static_cast<size_t>(gr->id)]) continue;
+    if (auto it = gen.alias_view.find(gr->id); it != gen.alias_view.end()) {  // stored in place already
+      gen.loc[root.outputs.at(0)] = gen.loc.at(it->second);
+      continue;
+    }
     const OpKind k = op_kind(root.op);
     if (k == OpKind::Library && op_base(root.op) == "cumsum") gen.row_step(*gr);
     else if (k == OpKind::Library) gen.gemm_step(*gr);
