@@ -274,7 +274,8 @@ bool node_lowers(const Graph& g, const Node& n) {
     case OpKind::Creation: return expr_supported(g, n);
     case OpKind::Reduction:
     case OpKind::Normalization: return row_supported(g, n);
-    case OpKind::Library: return gemm_supported(g, n) || (op_base(n.op) == "cumsum" && row_supported(g, n));
+    case OpKind::Library:
+      return gemm_supported(g, n) || (op_base(n.op) == "cumsum" && row_supported(g, n)) || conv_supported(g, n);
     default: return false;
   }
 }
@@ -343,6 +344,7 @@ void run_steps(Gen& gen) {
     }
     const OpKind k = op_kind(root.op);
     if (k == OpKind::Library && op_base(root.op) == "cumsum") gen.row_step(*gr);
+    else if (k == OpKind::Library && op_base(root.op) == "convolution") gen.ew_step(root.outputs.at(0), gen.store_loc(root.outputs.at(0)), gr->id);
     else if (k == OpKind::Library) gen.gemm_step(*gr);
     else if (k == OpKind::Reduction || k == OpKind::Normalization) gen.row_step(*gr);
     else if (op_base(root.op).starts_with("index_put")) gen.scatter_step(*gr);

@@ -558,7 +558,57 @@ std::string creation_body(Kernel& k, const Node& n, int v) {
   return fmt::format("  return kgc::rnd<{}>({});\n", DT, fill);
 }
 
+
+// ── convolution (not transposed): a direct loop per output element, fp32 accumulation (fp64 for
+// fp64), bias first; input channels of the output channel's group, kernel taps inside the input ──
+
+std::string conv_body(Kernel& k, const Node& n, int v) {
+  const Graph& g = *k.plan->g;
+  const Value& out = g.value(v);
+  const int x = n.args.at(0).value, w = n.args.at(1).value;
+  const int bias = n.args.size() > 2 && n.args[2].kind == Arg::ValueRef ? n.args[2].value : -1;
+  const auto& xs = g.value(x).type.shape;
+  const auto& ws = g.value(w).type.shape;
+  const size_t sp = xs.size() - 2;  // spatial dims
+  auto at = [&](size_t arg, size_t d, int64_t dflt) {
+    const auto l = int_list(n.args.size() > arg ? &n.args[arg] : nullptr);
+    return l.empty() ? dflt : l[l.size() == 1 ? 0 : d];
+  };
+  const int64_t groups = n.args.size() > 8 && n.args[8].kind == Arg::Int ? n.args[8].i : 1;
+  const std::string acc = out.type.dtype == DType::f64 ? "double" : "float";
+  Body b;
+  b.s += fmt::format("  {} acc = {}(0);\n", acc, acc);
+  if (bias >= 0) b.s += fmt::format("  {{\n    const I c[1] = {{i[1]}};\n    acc = static_cast<{}>({}(E, B, c));\n  }}\n", acc, k.fn(bias));
+  b.s += fmt::format("  const I cg = {}, og = {} / I({}), c0 = (i[1] / og) * cg;\n", dim_expr(ws[1]), dim_expr(ws[0]), groups);
+  b.s += fmt::format("  {};\n  {};\n  jx[0] = i[0];\n  jw[0] = i[1];\n", arr_decl("jx", xs.size()), arr_decl("jw", ws.size()));
+  b.s += "  for (I ci = 0; ci < cg; ++ci) {\n    jx[1] = c0 + ci;\n    jw[1] = ci;\n";
+  std::string ind = "    ";
+  for (size_t d = 0; d < sp; ++d) {
+    b.s += fmt::format("{0}for (I k{1} = 0; k{1} < {2}; ++k{1}) {{\n{0}  jw[{3}] = k{1};\n{0}  jx[{3}] = i[{3}] * I({4}) - I({5}) + k{1} * I({6});\n"
+                       "{0}  if (jx[{3}] < 0 || jx[{3}] >= {7}) continue;\n",
+                       ind, d, dim_expr(ws[d + 2]), d + 2, at(3, d, 1), at(4, d, 0), at(5, d, 1), dim_expr(xs[d + 2]));
+    ind += "  ";
+  }
+  b.s += fmt::format("{}acc += static_cast<{}>({}(E, B, jx)) * static_cast<{}>({}(E, B, jw));\n", ind, acc, k.fn(x), acc, k.fn(w));
+  for (size_t d = 0; d < sp; ++d) {
+    ind.resize(ind.size() - 2);
+    b.s += ind + "}\n";
+  }
+  b.s += "  }\n";
+  return b.s + fmt::format("  return kgc::rnd<{}>(acc);\n", dtcode(out.type.dtype));
+}
+
 }  // namespace
+
+bool conv_supported(const Graph& g, const Node& n) {
+  if (op_base(n.op) != "convolution" || n.args.size() < 9 || n.args[0].kind != Arg::ValueRef || n.args[1].kind != Arg::ValueRef) return false;
+  const size_t rank = g.value(n.args[0].value).type.shape.size();
+  const bool transposed = n.args[6].kind == Arg::Bool && n.args[6].i;
+  for (size_t a : {3u, 4u, 5u})
+    for (const auto& x : n.args[a].list)
+      if (x.kind != Arg::Int) return false;
+  return !transposed && rank >= 3 && rank <= 5 && n.args[8].kind == Arg::Int;
+}
 
 std::string value_body(Kernel& k, int v) {
   const Node& n = node_of(k, v);
@@ -567,6 +617,9 @@ std::string value_body(Kernel& k, int v) {
     case OpKind::View: return view_body(k, n, v);
     case OpKind::Layout: return layout_body(k, n, v);
     case OpKind::Creation: return creation_body(k, n, v);
+    case OpKind::Library:
+      if (op_base(n.op) == "convolution") return conv_body(k, n, v);
+      throw Unlowered{n.op};
     default: throw Unlowered{n.op};
   }
 }

@@ -61,6 +61,7 @@ bool scalar_ok(const Graph& g, const Arg& a);     // a scalar argument the kerne
 bool expr_supported(const Graph& g, const Node& n);  // pointwise, view, layout and creation ops
 std::string value_body(Kernel& k, int v);            // the body of f<v> for an inline value
 bool scatter_supported(const Graph& g, const Node& n);  // index_put
+bool conv_supported(const Graph& g, const Node& n);     // convolution (direct, not transposed)
 // The shape of x[indices] (index.Tensor's result; the elements index_put writes).
 std::vector<Dim> index_result_shape(const Graph& g, const Node& n);
 // Device function `fput(E, B, i)` storing (or adding) index_put's value for element i of
