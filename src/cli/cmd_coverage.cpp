@@ -1,9 +1,12 @@
 // cli/cmd_coverage.cpp — `kernelarc coverage PROBLEM...`: per problem, whether its reference is
-// captured as an operator graph (and why not), which ops of the graph no backend lowers, and which
+// captured as an operator graph (and why not), which ops of the graph each backend of the graph
+// generator (host, cuda: one per installed generated family's target) does not lower, and which
 // kernel families apply. A table, or with --json a list of objects {name, captured, reason,
-// ops_not_lowered, families}. Needs no GPU.
+// ops_not_lowered (host), backends: {host|cuda: {lowered, ops_not_lowered}}, families}. Needs no GPU.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <map>
 
 #include "cli/commands.h"
 #include "families/family.h"
@@ -19,23 +22,23 @@ struct Row {
   std::string name;
   bool captured = false;
   std::string reason;
-  std::vector<std::string> ops_not_lowered, families;
+  std::vector<std::string> ops_not_lowered, families;          // ops_not_lowered: the host backend's
+  std::map<std::string, std::vector<std::string>> backends;   // target -> ops it does not lower
 };
 
 Row coverage_of(const Problem& p, const std::vector<Family>& families) {
   Row r;
   r.name = p.def.name;
-  const Family* gen = nullptr;
-  for (const auto& f : families)
-    if (!f.generator.empty() && (!gen || f.target == "host")) gen = &f;
-  if (gen) {
-    graph::Lowering l = graph::check_lowering(p, gen->source);
+  r.reason = "no generated (graph) family is installed";
+  for (const auto& f : families) {
+    if (f.generator.empty() || r.backends.count(f.target)) continue;
+    graph::Lowering l = graph::check_lowering(p, f.source, f.target);
     r.captured = l.captured;
     r.reason = l.reason;
-    r.ops_not_lowered = l.ops_not_lowered;
-  } else {
-    r.reason = "no generated (graph) family is installed";
+    r.backends[f.target] = l.ops_not_lowered;
+    if (f.target == "host") r.ops_not_lowered = l.ops_not_lowered;
   }
+  if (!r.backends.count("host") && !r.backends.empty()) r.ops_not_lowered = r.backends.begin()->second;
   for (const auto& f : families)
     if (f.applies_to(p)) r.families.push_back(f.name);
   return r;
@@ -72,24 +75,42 @@ void register_coverage(CLI::App& app) {
     const std::vector<Family> families = load_families(families_dir);
     nlohmann::json out = nlohmann::json::array();
     size_t captured = 0, lowered = 0;
-    if (!json_out) fmt::print("{:<64} {:<8} {:<40} {}\n", "problem", "captured", "ops not lowered / reason", "families");
+    std::map<std::string, size_t> lowered_by;
+    if (!json_out)
+      fmt::print("{:<64} {:<8} {:<32} {:<32} {}\n", "problem", "captured", "host: ops not lowered / reason", "cuda: ops not lowered",
+                 "families");
     for (const auto& d : dirs) {
       const Problem p = load_problem(d);
       const Row r = coverage_of(p, families);
       if (!emit_dir.empty() && r.captured && r.ops_not_lowered.empty()) emit_candidates(p, families, emit_dir);
       captured += r.captured;
       lowered += r.captured && r.ops_not_lowered.empty();
+      nlohmann::json backends = nlohmann::json::object();
+      for (const auto& [t, ops] : r.backends) {
+        lowered_by[t] += r.captured && ops.empty();
+        backends[t] = {{"lowered", r.captured && ops.empty()}, {"ops_not_lowered", ops}};
+      }
       if (json_out) {
-        out.push_back({{"name", r.name}, {"captured", r.captured}, {"reason", r.reason},
-                       {"ops_not_lowered", r.ops_not_lowered}, {"families", r.families}});
+        out.push_back({{"name", r.name}, {"captured", r.captured}, {"reason", r.reason}, {"ops_not_lowered", r.ops_not_lowered},
+                       {"backends", backends}, {"families", r.families}});
         continue;
       }
-      const std::string what = !r.captured ? r.reason : fmt::format("{}", fmt::join(r.ops_not_lowered, ","));
-      fmt::print("{:<64} {:<8} {:<40} {}\n", r.name, r.captured ? "yes" : "no", what.empty() ? "-" : what,
+      auto cell = [&](const char* t) -> std::string {
+        if (!r.captured) return t == std::string("host") ? r.reason : "-";
+        auto it = r.backends.find(t);
+        if (it == r.backends.end()) return "(no family)";
+        return it->second.empty() ? "lowered" : fmt::format("{}", fmt::join(it->second, ","));
+      };
+      fmt::print("{:<64} {:<8} {:<32} {:<32} {}\n", r.name, r.captured ? "yes" : "no", cell("host"), cell("cuda"),
                  r.families.empty() ? "-" : fmt::format("{}", fmt::join(r.families, ",")));
     }
-    if (json_out) fmt::print("{}\n", out.dump(2));
-    else fmt::print("{} problems, {} captured, {} captured and lowered\n", dirs.size(), captured, lowered);
+    if (json_out) {
+      fmt::print("{}\n", out.dump(2));
+      return;
+    }
+    fmt::print("{} problems, {} captured, {} captured and lowered", dirs.size(), captured, lowered);
+    for (const auto& [t, n] : lowered_by) fmt::print(", {} lowered for {}", n, t);
+    fmt::print("\n");
   });
 }
 

@@ -398,7 +398,7 @@ const std::vector<int64_t>* Family::domain(const std::string& knob) const {
 }
 
 bool Family::applies_to(const Problem& p) const {
-  if (!generator.empty()) return graph::check_lowering(p, source).ok();
+  if (!generator.empty()) return graph::check_lowering(p, source, target).ok();
   if (std::find(op_types.begin(), op_types.end(), p.def.op_type) == op_types.end()) return false;
   if (!dtypes.empty())
     for (const auto& t : p.def.inputs)
@@ -516,7 +516,7 @@ Candidate Family::instantiate(const Knobs& k, const Problem& p, const std::map<s
   text += "\n" + expand_parts(source, parts);
   if (!generator.empty()) {
     Knobs all = k;
-    text += graph::generate_source(p, source, all);
+    text += graph::generate_source(p, source, all, target);
   }
   c.sources.push_back({source_name, std::move(text)});
   for (const auto& h : layer) c.sources.push_back(h);

@@ -54,55 +54,6 @@ std::string param_decl(const Graph& g, const NamedValue& nv, bool output) {
   return fmt::format("int64_t {}", nv.name);
 }
 
-// const int64_t ax_<axis> = ...; for every axis the graph's shapes or sym args can name.
-std::string emit_axes(const Graph& g) {
-  std::string out;
-  std::set<std::string> done;
-  for (const auto& [name, a] : g.axes.items()) {
-    const std::string type = a.value("type", std::string());
-    if (type == "const") {
-      out += fmt::format("  const int64_t ax_{} = {};\n", name, a.value("value", int64_t(0)));
-      done.insert(name);
-    } else if (type == "var") {
-      for (const auto& in : g.inputs) {
-        const Value& v = g.value(in.value);
-        if (v.kind != Value::Tensor || done.count(name)) continue;
-        for (size_t d = 0; d < v.type.shape.size(); ++d)
-          if (v.type.shape[d].expr == name) {
-            out += fmt::format("  const int64_t ax_{} = {}.shape[{}];\n", name, in.name, d);
-            done.insert(name);
-            break;
-          }
-      }
-      if (!done.count(name)) {
-        out += fmt::format("  const int64_t ax_{} = 0;  // not the size of any input dimension\n", name);
-        done.insert(name);
-      }
-    }
-  }
-  // Integer scalar inputs may size tensors too.
-  for (const auto& in : g.inputs) {
-    const Value& v = g.value(in.value);
-    if (v.kind == Value::Scalar && !dtype_is_float(v.type.dtype) && !done.count(in.name)) {
-      out += fmt::format("  const int64_t ax_{} = static_cast<int64_t>({});\n", in.name, in.name);
-      done.insert(in.name);
-    }
-  }
-  // Derived axes, in dependency order.
-  for (int round = 0; round < 8; ++round)
-    for (const auto& [name, a] : g.axes.items()) {
-      if (a.value("type", std::string()) != "expr" || done.count(name)) continue;
-      const std::string e = a.value("expression", std::string("0"));
-      bool ready = true;
-      for (const auto& n : Expr::parse(e).names()) ready = ready && done.count(n);
-      if (!ready) continue;
-      out += fmt::format("  const int64_t ax_{} = static_cast<int64_t>({});\n", name, expr_cpp(e));
-      done.insert(name);
-    }
-  for (const auto& n : done) out += fmt::format("  (void)ax_{};\n", n);
-  return out;
-}
-
 std::string emit_constant(const Graph& g, const Constant& c) {
   const Value& v = g.value(c.value);
   std::string data;
@@ -134,7 +85,7 @@ std::string emit_node(const Graph& g, const Node& n, size_t index) {
 
 }  // namespace
 
-std::string expr_cpp(const std::string& expr) {
+std::string expr_cpp(const std::string& expr, const std::string& prefix, const std::string& fn_prefix) {
   std::string out;
   for (size_t i = 0; i < expr.size();) {
     const char c = expr[i];
@@ -142,7 +93,7 @@ std::string expr_cpp(const std::string& expr) {
       size_t j = i;
       while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
       const std::string id = expr.substr(i, j - i);
-      out += (id == "max" || id == "min") ? "kg::i" + id : "ax_" + id;
+      out += (id == "max" || id == "min") ? fn_prefix + id : prefix + id;
       i = j;
     } else if (c == '/' && i + 1 < expr.size() && expr[i + 1] == '/') {
       out += "/";
@@ -152,6 +103,62 @@ std::string expr_cpp(const std::string& expr) {
       ++i;
     }
   }
+  return out;
+}
+
+namespace {
+
+// "<input>.shape[d]" for the first input dimension named exactly `axis`; "" when none is.
+std::string input_dim(const Graph& g, const std::string& axis) {
+  for (const auto& in : g.inputs) {
+    const Value& v = g.value(in.value);
+    if (v.kind != Value::Tensor) continue;
+    for (size_t d = 0; d < v.type.shape.size(); ++d)
+      if (v.type.shape[d].expr == axis) return fmt::format("{}.shape[{}]", in.name, d);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string emit_axes(const Graph& g, std::vector<std::string>* names) {
+  std::string out;
+  std::set<std::string> done;
+  for (const auto& [name, a] : g.axes.items()) {
+    const std::string type = a.value("type", std::string()), dim = input_dim(g, name);
+    if (type == "const") {
+      out += fmt::format("  const int64_t ax_{} = {};\n", name, a.value("value", int64_t(0)));
+    } else if (type == "var") {
+      out += dim.empty() ? fmt::format("  const int64_t ax_{} = 0;  // not the size of any input dimension\n", name)
+                         : fmt::format("  const int64_t ax_{} = {};\n", name, dim);
+    } else if (type == "expr" && !dim.empty()) {  // derived, but an input's size says it directly
+      out += fmt::format("  const int64_t ax_{} = {};\n", name, dim);
+    } else {
+      continue;
+    }
+    done.insert(name);
+  }
+  // Integer scalar inputs may size tensors too.
+  for (const auto& in : g.inputs) {
+    const Value& v = g.value(in.value);
+    if (v.kind == Value::Scalar && !dtype_is_float(v.type.dtype) && !done.count(in.name)) {
+      out += fmt::format("  const int64_t ax_{} = static_cast<int64_t>({});\n", in.name, in.name);
+      done.insert(in.name);
+    }
+  }
+  // Derived axes, in dependency order.
+  for (int round = 0; round < 8; ++round)
+    for (const auto& [name, a] : g.axes.items()) {
+      if (a.value("type", std::string()) != "expr" || done.count(name)) continue;
+      const std::string e = a.value("expression", std::string("0"));
+      bool ready = true;
+      for (const auto& n : Expr::parse(e).names()) ready = ready && done.count(n);
+      if (!ready) continue;
+      out += fmt::format("  const int64_t ax_{} = static_cast<int64_t>({});\n", name, expr_cpp(e));
+      done.insert(name);
+    }
+  for (const auto& n : done) out += fmt::format("  (void)ax_{};\n", n);
+  if (names) names->assign(done.begin(), done.end());
   return out;
 }
 

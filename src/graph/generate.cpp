@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "graph/capture.h"
+#include "graph/codegen_cuda.h"
 #include "graph/codegen_host.h"
 #include "graph/passes.h"
 #include "util/error.h"
@@ -17,10 +18,10 @@ struct Entry {
   std::optional<Graph> graph;  // after the passes
 };
 
-Entry& cached(const Problem& p, const std::string& runtime_source) {
+Entry& cached(const Problem& p, const std::string& runtime_source, const std::string& target) {
   static std::mutex mu;
   static std::map<std::string, Entry> cache;
-  const std::string key = p.def.hash + ":" + sha256_hex(runtime_source).substr(0, 16);
+  const std::string key = p.def.hash + ":" + sha256_hex(runtime_source).substr(0, 16) + ":" + target;
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   Entry e;
@@ -30,7 +31,7 @@ Entry& cached(const Problem& p, const std::string& runtime_source) {
   if (c.captured && c.graph) {
     Graph g = std::move(*c.graph);
     run_passes(g);
-    e.lowering.ops_not_lowered = ops_not_lowered(g, runtime_symbols(runtime_source));
+    e.lowering.ops_not_lowered = target == "cuda" ? cuda_ops_not_lowered(g) : ops_not_lowered(g, runtime_symbols(runtime_source));
     e.graph = std::move(g);
   }
   return cache.emplace(key, std::move(e)).first->second;
@@ -38,15 +39,33 @@ Entry& cached(const Problem& p, const std::string& runtime_source) {
 
 }  // namespace
 
-Lowering check_lowering(const Problem& p, const std::string& runtime_source) { return cached(p, runtime_source).lowering; }
+Lowering check_lowering(const Problem& p, const std::string& runtime_source, const std::string& target) {
+  return cached(p, runtime_source, target).lowering;
+}
 
-std::string generate_source(const Problem& p, const std::string& runtime_source, const std::map<std::string, int64_t>& knobs) {
-  const Entry& e = cached(p, runtime_source);
+bool tf32_allowed(const Problem& p) {
+  if (p.workloads.empty()) return false;
+  for (const auto& w : p.workloads)
+    if (w.tolerance.max_rtol < 1e-2 || w.tolerance.max_atol < 1e-2) return false;
+  return true;
+}
+
+std::string generate_source(const Problem& p, const std::string& runtime_source, const std::map<std::string, int64_t>& knobs,
+                            const std::string& target) {
+  const Entry& e = cached(p, runtime_source, target);
   if (!e.lowering.captured) user_error("problem '{}' is not captured: {}", p.def.name, e.lowering.reason);
   if (!e.lowering.ops_not_lowered.empty())
     user_error("problem '{}': no lowering for {}", p.def.name, e.lowering.ops_not_lowered.front());
+  const auto fuse = knobs.find("FUSE");
+  if (target == "cuda") {
+    CudaCodegenOptions opt;
+    if (fuse != knobs.end()) opt.fuse = fuse->second != 0;
+    const auto tf32 = knobs.find("TF32");
+    opt.tf32 = tf32 != knobs.end() && tf32->second != 0 && tf32_allowed(p);
+    return emit_cuda(*e.graph, opt);
+  }
   HostCodegenOptions opt;
-  if (auto it = knobs.find("FUSE"); it != knobs.end()) opt.fuse = it->second != 0;
+  if (fuse != knobs.end()) opt.fuse = fuse->second != 0;
   return emit_host(*e.graph, runtime_symbols(runtime_source), opt);
 }
 

@@ -1,5 +1,5 @@
 // graph/generate.h — the graph family's generator: captured graph → passes → backend source.
-// Families whose family.json says "generator": "graph" (families/graph_host) apply to a problem
+// Families whose family.json says "generator": "graph" (families/graph_host, families/graph_cuda) apply to a problem
 // exactly when its reference is captured and every op of the graph has a lowering in the
 // family's runtime; their candidate source is the runtime followed by the generated `run`.
 #pragma once
@@ -18,9 +18,15 @@ struct Lowering {
   bool ok() const { return captured && ops_not_lowered.empty(); }
 };
 
-// Capture + passes + lowering check against a runtime source (cached per definition and runtime).
-Lowering check_lowering(const Problem& p, const std::string& runtime_source);
-// The generated code to append to the runtime (UserError when the problem does not lower).
-std::string generate_source(const Problem& p, const std::string& runtime_source, const std::map<std::string, int64_t>& knobs);
+// Capture + passes + lowering check for a backend ("host": against the runtime source's functions;
+// "cuda": the CUDA code generator's op set), cached per definition, runtime and target.
+Lowering check_lowering(const Problem& p, const std::string& runtime_source, const std::string& target = "host");
+// The generated code to append to the runtime (UserError when the problem does not lower). Knobs
+// the generator reads: FUSE (both backends), TF32 (cuda: honoured only where every workload's
+// tolerance is at least 1e-2 relative and absolute).
+std::string generate_source(const Problem& p, const std::string& runtime_source, const std::map<std::string, int64_t>& knobs,
+                            const std::string& target = "host");
+// Whether TF32 GEMMs stay within the problem's tolerance (every workload's max_rtol and max_atol >= 1e-2).
+bool tf32_allowed(const Problem& p);
 
 }  // namespace ka::graph

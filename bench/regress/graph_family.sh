@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# GPU check of the generated family graph_cuda (the graph generator's CUDA backend), on a GPU
+# machine after scripts/device-pack.sh (carry .dev and .data): per problem, `kernelarc coverage`
+# (captured? lowered for cuda?), then a campaign of at most N candidates (default 16) of that family
+# alone (`optimize --families` a folder holding only graph_cuda, `--time-compile`: the judge times
+# PyTorch eager and torch.compile), then bench/tools/graph_family_summary.py's table: problem,
+# workloads passed, best µs, eager µs, compile µs (geomeans over the passed workloads), speedup vs
+# eager and vs compile, workloads slower than compile, candidates per GPU-minute.
+#
+#   bash bench/regress/graph_family.sh [PROBLEM_DIR...]
+#
+# Default problems: the dev L1, L2 and Quant problems at positions 0, 4, 8, ... of each category in
+# name order (under $DEV, default the parent of $P: .data/problems/sol-execbench). Resumable: a
+# problem with a line in $OUT/graph_family/status.tsv is skipped, and the campaign folder keeps its
+# candidates, so the same command in a later call goes on (carry $OUT back with RESUME=DIR, a
+# graph_family folder from an earlier archive). Environment: N (candidates per problem),
+# PER_PROBLEM_S (default 300: --time-limit of one problem's optimize), DEADLINE (seconds for the
+# whole call, default 540: no problem starts with less than PER_PROBLEM_S + 30 left), OPT_ARGS
+# (more optimize options), TARGET=host (checks the script without a GPU; no compile timings).
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+bench_out graph_family
+N=${N:-16}
+PER_PROBLEM_S=${PER_PROBLEM_S:-300}
+deadline_start "${DEADLINE:-540}"
+DEV=${DEV:-$(dirname "$P")}
+[[ -n ${RESUME:-} && ! -f $OUT/status.tsv ]] && cp -r "$RESUME"/. "$OUT"/
+mkdir -p "$OUT/logs" "$OUT/families"
+touch "$OUT/status.tsv"
+rm -rf "$OUT/families/graph_cuda" && cp -r families/graph_cuda "$OUT/families/"
+[[ -f $OUT/gpu.txt ]] || gpu_facts "$OUT/gpu.txt"
+[[ ${TARGET:-cuda} == cuda && -f $SOL_CACHE ]] && mkdir -p "$KERNELARC_CACHE" &&
+  { tar xzf "$SOL_CACHE" -C "$KERNELARC_CACHE" --skip-old-files oracle-timings 2>>"$OUT/gpu.txt" || true; }
+
+probs=("$@")
+if ((${#probs[@]} == 0)); then
+  for cat in L1 L2 Quant; do
+    i=0
+    for d in $(ls "$DEV/$cat" 2>/dev/null | sort); do
+      ((i % 4 == 0)) && probs+=("$DEV/$cat/$d")
+      i=$((i + 1))
+    done
+  done
+fi
+
+name_of() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]+'/definition.json'))['name'])" "$1"; }
+status() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$OUT/status.tsv"; }
+
+for pr in "${probs[@]}"; do
+  name=$(name_of "$pr") || { echo "$pr: no definition.json" >>"$OUT/logs/skipped.txt"; continue; }
+  grep -q "^$name	" "$OUT/status.tsv" && continue
+  if (($(left) < PER_PROBLEM_S + 30)); then
+    echo "$name: not started, $(left) s left" >>"$OUT/logs/skipped.txt"
+    continue
+  fi
+  $K coverage "$pr" --json --families "$OUT/families" >"$OUT/logs/$name.coverage.json" 2>"$OUT/logs/$name.coverage.err"
+  lowered=$(python3 -c "import json,sys
+r=json.load(open(sys.argv[1]))[0]
+print('yes' if r['captured'] and r['backends'].get('cuda',{}).get('lowered') else ('not captured' if not r['captured'] else 'not lowered: '+','.join(r['backends']['cuda']['ops_not_lowered'])))" \
+    "$OUT/logs/$name.coverage.json" 2>/dev/null || echo "coverage failed")
+  if [[ $lowered != yes ]]; then
+    status "$name" "$lowered" 0
+    continue
+  fi
+  t0=$(date +%s)
+  timeout -k 90 $((PER_PROBLEM_S + 120)) $K optimize "$pr" --target ${TARGET:-cuda} --budget "$N" --families "$OUT/families" \
+    --out "$OUT/camp" --seed 1 --no-progress --no-sol --time-limit "$PER_PROBLEM_S" \
+    $([[ ${TARGET:-cuda} == cuda ]] && echo --time-compile) ${OPT_ARGS:-} >"$OUT/logs/$name.optimize.txt" 2>&1
+  rc=$?
+  wall=$(($(date +%s) - t0))
+  echo "$name: exit $rc, wall $wall s" >>"$OUT/logs/optimize_exits.txt"
+  # A run cut off by its own time limit still counts as done (its candidates are in the store).
+  ((rc == 0 || rc == 124)) && status "$name" ran "$wall"
+done
+
+python3 bench/tools/graph_family_summary.py "$OUT/camp" "$OUT/status.tsv" >"$OUT/summary_table.tsv" 2>"$OUT/summary.err"
+{
+  echo "=== graph_cuda campaign: $(head -2 "$OUT/gpu.txt" | tail -1), $(date -u +%FT%TZ), N=$N, $(wc -l <"$OUT/status.tsv") problems done"
+  [[ -s $OUT/logs/skipped.txt ]] && echo "not started this call: $(wc -l <"$OUT/logs/skipped.txt") (run again to resume)"
+  column -t -s $'\t' "$OUT/summary_table.tsv" 2>/dev/null || cat "$OUT/summary_table.tsv"
+} | tee "$OUT/summary.txt"
+tar czf "$FINAL/graph_family.tgz" -C "$FINAL" graph_family
