@@ -218,12 +218,9 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   const int g = KA_HEADS ? static_cast<int>(blockIdx.x % HKV) : warp / WPH;
   const int wsub = KA_HEADS ? warp : warp % WPH;  // the warp's index among its head's warps
   const int unit = KA_HEADS ? static_cast<int>(blockIdx.x / HKV) : static_cast<int>(blockIdx.x);
-  const bool seq_mode = p.chunk == 0;
-  const int* __restrict__ ip = p.indptr;
-
   // The token range [cs, ce) of this CTA (positions in kv_indices).
-  int cs, ce;
-  const int ntiles = cta_kv_range<T>(ip, unit, p.chunk, p.N, cs, ce);  // (and the trace's tile count)
+  const KvRange<T> kv(p.indptr, unit, p.chunk, p.N);
+  const int cs = kv.cs, ce = kv.ce, ntiles = kv.ntiles;
 
   // Loads: thread tid copies 16-byte chunk (tid % KCH) of rows tid/KCH + i*RPP of a tile (K and V).
   // The page ids of a tile travel ahead of it: the cp.async group that brings K/V of tile u also
@@ -238,7 +235,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   // end of the range are known from one count (`left`): they keep a clamped id and zero-fill.
   // With no pages at all every row counts as past the end.
   const int lcol = tid % KCH, lrow = tid / KCH;
-  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, cs, ce, p.num_pages, lrow, tid);
+  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, kv, p.num_pages, lrow, tid);
   using Rows = PageIds<T, NR, RPP, STAGES>::Rows;
   const int ce_load = ids.ce_load;
   const unsigned char* const kbase = reinterpret_cast<const unsigned char*>(p.k + g * D + lcol * 8);
@@ -260,25 +257,11 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
 #elif KA_BULK
 #include "bulk_loads.cuh"
 #else
-  // Prologue: the first STAGES-1 tiles in flight (their ids read directly, all before the first
-  // issue so that those loads overlap), each group with the ids of the tile STAGES-1 later.
-  Rows rows;
-  {
-    Rows pre[STAGES - 1];
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s)
-      if (s < ntiles) ids.load(s, pre[s]);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < ntiles) issue(s, pre[s]);
-      ids.prefetch(s + STAGES - 1);
-      cp_async_commit();
-    }
-  }
+  ids.start(ntiles, issue);  // the first STAGES-1 tiles in flight
 #endif
 
   // Segment walk state (uniform over the CTA).
-  KvSegments seg(ip, p.B, unit, p.nchunks, cs, ce, seq_mode, lane);
+  KvSegments seg(p.indptr, p.B, unit, p.nchunks, kv, lane);
 
   // Per-warp online-softmax state for rows r0 = lane/4 and r1 = r0 + 8 of the mma tile.
   // l sums P as rounded to bf16 (it normalises O, whose P·V used those values); e sums the exact
@@ -503,7 +486,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       }
       csync();  // warp w's sum in red_o before warp w+1 adds to it (and, after the last, before the writes below)
     }
-    const bool full = seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
+    const bool full = kv.seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
     const int slot = seg.seg_s == cs ? 0 : 1;
     const int64_t pidx0 = (static_cast<int64_t>(unit) * 2 + slot) * HKV + (KA_HEADS ? g : 0);
     constexpr int D4 = D / 4;
@@ -542,13 +525,8 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     if (KA_FUSED_MERGE && !full) {
       csync();  // every consumer's partial writes before thread 0 counts this CTA as done
 #if KA_HEADS
-      if (tid == 0) {
-        const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
-        // release: the CTA's partials before the count; acquire: the other CTAs' partials, read
-        // below (ld.global.cg) by the consumers after the barrier
-        const int old = atom_add_acq_rel_gpu(p.counters + seg.cur_b * HKV + g, 1);
-        *flag = old == n_b - 1;
-      }
+      // (the other CTAs' partials are read (ld.global.cg) by the consumers after the barrier)
+      if (tid == 0) *flag = last_arrival(p.counters + seg.cur_b * HKV + g, seg.seq_chunks(p.chunk));
       csync();  // thread 0's *flag visible to every consumer
       if (*flag) {
         merge_group(p, seg.cur_b, g, tid);
@@ -557,11 +535,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
 #else
       // Thread h counts head h (each head's CTAs of the sequence are the same ones, but the
       // counters stay per (sequence, kv head) as with HEADS=1, so the merge and its layout are one).
-      if (tid < NH) {
-        const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
-        const int old = atom_add_acq_rel_gpu(p.counters + seg.cur_b * HKV + tid, 1);  // as with HEADS=1
-        flag[tid] = old == n_b - 1;
-      }
+      if (tid < NH) flag[tid] = last_arrival(p.counters + seg.cur_b * HKV + tid, seg.seq_chunks(p.chunk));
       csync();  // the flags visible to every consumer
 #pragma unroll 1
       for (int h = 0; h < NH; ++h)
@@ -578,16 +552,12 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   // The segments of tile t (its stage landed): each warp's share of every segment the tile
   // touches, finalizing the segments that end inside it; `have` turns false past the last one.
   auto walk_tile = [&](int t) {
-    const int ts = cs + t * T, te = imin(ts + T, ce);
+    const int ts = kv.tile_start(t), te = kv.tile_end(t);
     const int stage = t % STAGES;
-    while (true) {
-      const int lo = imax(seg.seg_s, ts), hi = imin(seg.seg_e, te);
-      if (lo < hi) warp_tile(stage, ts, lo, hi);
-      if (seg.seg_e > te) break;
+    seg.walk(ts, te, have, [&](int lo, int hi) { warp_tile(stage, ts, lo, hi); }, [&] {
       finalize();
-      have = advance(seg.cur_b + 1);
-      if (!have) break;
-    }
+      return advance(seg.cur_b + 1);
+    });
   };
 #if KA_PRODUCER
   // Consumers (PRODUCER=1): wait "full", compute, release the stage on "empty"; see "Loads,
@@ -612,19 +582,16 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   for (int t = 0; t < ntiles && have; ++t) {
     cp_async_wait_n<STAGES - 2>();
     __syncthreads();  // tile t landed for every thread (BULK=1: the ids of tile t+STAGES-1); every warp is done with tile t-1
+#if KA_BULK
     {
       const int u = t + STAGES - 1;
-#if KA_BULK
       if (u < ntiles) issue_bulk(u, ring_pages);
-#else
-      if (u < ntiles) {
-        ids.from_ring(u, rows);
-        issue(u % STAGES, rows);
-      }
-#endif
       ids.prefetch(u + STAGES - 1);
       cp_async_commit();
     }
+#else
+    ids.issue_next(t + STAGES - 1, ntiles, issue);
+#endif
 #if KA_BULK
     // After the issue, so that the next fill is not held behind this tile's arrival.
     mbar_wait(bars + (t % STAGES) * 8, (t / STAGES) & 1);

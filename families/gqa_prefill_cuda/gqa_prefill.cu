@@ -369,11 +369,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_prefill_kernel(Params p) {
 #endif  // KA_WS
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
-struct State {
-  bool init = false;
-  int sms = 132, occ = 1;
-};
-State g_state;
+FitOnce g_fit;
 
 inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::TensorArg& v, const ka::TensorArg& qo_indptr,
                    const ka::TensorArg& kv_indptr, const ka::TensorArg* kv_indices, double sm_scale,
@@ -382,16 +378,10 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
   const int64_t B = qo_indptr.size(0) - 1;
   if (total_q <= 0 || B < 0) return;
   if (!(sm_scale > 0.0)) {  // the row maxima are taken over unscaled scores (softmax_tile)
-    cudaMemsetAsync(output.data, 0xff, static_cast<size_t>(total_q) * HQ * D * 2);
-    cudaMemsetAsync(lse.data, 0xff, static_cast<size_t>(total_q) * HQ * 4);
+    fill_attention_nan(output, lse, total_q * HQ, D);
     return;
   }
-  if (!g_state.init) {
-    const KernelFit fit = fit_kernel(gqa_prefill_kernel, NTHREADS, SMEM_BYTES);
-    g_state.sms = fit.sms;
-    g_state.occ = fit.occ;
-    g_state.init = true;
-  }
+  const KernelFit& fit = g_fit(gqa_prefill_kernel, NTHREADS, SMEM_BYTES);
   Params p{};
   p.q = static_cast<const uint16_t*>(q.data);
   p.k = static_cast<const uint16_t*>(k.data);
@@ -399,20 +389,15 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
   p.qo_indptr = static_cast<const int*>(qo_indptr.data);
   p.kv_indptr = static_cast<const int*>(kv_indptr.data);
   p.indices = kv_indices ? static_cast<const int*>(kv_indices->data) : nullptr;
-  p.out = static_cast<uint16_t*>(output.data);
-  p.lse = static_cast<float*>(lse.data);
-  p.B = static_cast<int>(B);
+  bind_attention_outputs(p, output, lse, B, sm_scale);
   p.total_q = static_cast<int>(total_q);
   p.num_rows = static_cast<int>(k.size(0));
-  p.scale_log2 = static_cast<float>(sm_scale * 1.4426950408889634);
-  // Upper bound of the query tiles (from shapes only): the leading rows, plus per sequence
-  // ceil(ql / QT) <= ql / QT + 1.
-  const int64_t tiles = (total_q + QT - 1) / QT + B + 1;
+  const int64_t tiles = prefill_tile_bound(total_q, B, QT);
   p.tiles = static_cast<int>(tiles);
   if (KA_PERSIST == 0) {
     KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(tiles), HKV), dim3(NTHREADS), SMEM_BYTES, p);
   } else {
-    int64_t ctas = static_cast<int64_t>(g_state.sms) * g_state.occ;
+    int64_t ctas = static_cast<int64_t>(fit.sms) * fit.occ;
     if (ctas > tiles * HKV) ctas = tiles * HKV;
     KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NTHREADS), SMEM_BYTES, p);
   }
