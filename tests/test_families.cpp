@@ -29,27 +29,13 @@
 #include "util/files.h"
 #include "util/process.h"
 #include "nvcc_build.h"
+#include "test_support.h"
 
 namespace ka {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool has(const std::string& s, const std::string& frag) { return s.find(frag) != std::string::npos; }
-
-template <typename F>
-std::string user_error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected a UserError, got: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected a UserError, nothing was thrown";
-  return "";
-}
 
 struct TempDir {
   fs::path path = make_temp_dir((fs::temp_directory_path() / "ka-families-").string());
@@ -859,9 +845,7 @@ TEST(FamiliesDev, MlaDecodeWgmmaCompilesWithNvcc) {
     RunResult r = nvcc_judge_build(nvcc, c, arch, true);
     EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
     if (arch.find("90a") == std::string::npos) continue;
-    EXPECT_TRUE(has(r.output, " 0 bytes stack frame, 0 bytes spill stores")) << knobs_str(k) << "\n" << r.output;
-    EXPECT_FALSE(has(r.output, "Potential Performance Loss")) << knobs_str(k) << "\n" << r.output;
-    EXPECT_FALSE(has(r.output, "warning")) << knobs_str(k) << "\n" << r.output;
+    test::expect_clean_ptxas(r.output, knobs_str(k));
   }
 }
 
@@ -976,10 +960,8 @@ TEST(FamiliesDev, MlaPrefillWgmmaCompilesWithNvcc) {
     RunResult r = nvcc_judge_build(nvcc, c, arch, true);
     EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
     if (arch.find("90a") == std::string::npos) continue;
-    EXPECT_TRUE(has(r.output, " 0 bytes stack frame, 0 bytes spill stores")) << knobs_str(k) << "\n" << r.output;
-    EXPECT_FALSE(has(r.output, "Potential Performance Loss")) << knobs_str(k) << "\n" << r.output;
+    test::expect_clean_ptxas(r.output, knobs_str(k));
     EXPECT_FALSE(has(r.output, "warpgroup.arrive is injected")) << knobs_str(k) << "\n" << r.output;
-    EXPECT_FALSE(has(r.output, "warning")) << knobs_str(k) << "\n" << r.output;
     // The 3-warpgroup schedule rebalances 168 registers per thread with setmaxnreg (184 + 2 x 160):
     // a kernel compiled to fewer would leave warpgroup 0's setmaxnreg.inc waiting forever.
     if (k.at("WARPS") == 12) { EXPECT_TRUE(has(r.output, "Used 168 registers")) << knobs_str(k) << "\n" << r.output; }

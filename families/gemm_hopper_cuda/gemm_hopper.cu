@@ -265,6 +265,41 @@ template <> __device__ __forceinline__ void store2<__nv_bfloat16>(__nv_bfloat16*
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
+// Split-K, after a CTA's share of tile t (TQ/2 accumulators a thread, in the wgmma m64nTQ layout;
+// this thread's rows pl0 + 8h, columns ql0 + 8j): its partial sums are added into the tile's
+// slice wt of the workspace (tile-local TP×TQ, so every float2 is aligned whatever M and N are),
+// and the last of the tile's `splits` CTAs to arrive takes the full sums back into acc (leaving
+// the slice and the counter zeroed for the next call) and returns true; the others return false
+// (nothing to store). Every consumer thread (WG warpgroups) calls it; `last` is a shared int.
+template <int WG, int TQ>
+__device__ __forceinline__ bool splitk_gather(float (&acc)[TQ / 2], float* wt, unsigned* counter, int splits, int pl0,
+                                              int ql0, int& last) {
+#pragma unroll
+  for (int j = 0; j < TQ / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      atomicAdd(reinterpret_cast<float2*>(wt + (pl0 + 8 * h) * TQ + j * 8 + ql0),
+                make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
+  __threadfence();
+  named_sync(1, WG * 128);
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == static_cast<unsigned>(splits - 1);
+  named_sync(1, WG * 128);
+  if (!last) return false;
+  __threadfence();
+#pragma unroll
+  for (int j = 0; j < TQ / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float2* p = reinterpret_cast<float2*>(wt + (pl0 + 8 * h) * TQ + j * 8 + ql0);
+      const float2 v = __ldcg(p);
+      __stcg(p, make_float2(0.f, 0.f));
+      acc[4 * j + 2 * h] = v.x;
+      acc[4 * j + 2 * h + 1] = v.y;
+    }
+  if (threadIdx.x == 0) *counter = 0u;
+  return true;
+}
+
 #include "tile_kernel.cuh"
 
 #include "persistent_kernel.cuh"

@@ -107,15 +107,9 @@
 #include <climits>
 #include <cstdint>
 
-#if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_WARPS) || \
-    !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||             \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_BULK) ||     \
-    !defined(KA_PRODUCER) || !defined(KA_QK_SPLIT) || !defined(KA_HEADS)
-#error "gqa_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
-#endif
-#if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
-#error "gqa_decode_cuda: page_size must be 1"
-#endif
+KA_REQUIRE_DEFINES("gqa_decode_cuda", KA_PAGE_SIZE, KA_NUM_QO_HEADS, KA_NUM_KV_HEADS, KA_HEAD_DIM, KA_WARPS, KA_TILE,
+                   KA_STAGES, KA_SPLIT_TOKENS, KA_WAVES, KA_FUSED_MERGE, KA_NO_SPLIT_BELOW, KA_L2_PREFETCH, KA_BULK,
+                   KA_PRODUCER, KA_QK_SPLIT, KA_HEADS);
 
 // Everything but the entry has internal linkage: a judge worker keeps earlier candidates loaded
 // (RTLD_LOCAL), and vague-linkage objects (statics of inline functions, template statics) would
@@ -160,6 +154,7 @@ constexpr int SMEM_BYTES = BAR_OFF + BAR_BYTES;
 constexpr bool kTwoRows = G > 8;        // mma rows 8..15 carry real heads
 constexpr float kNegInf = -__builtin_huge_valf();
 
+static_assert(KA_PAGE_SIZE == 1, "page_size must be 1");
 static_assert(HQ % HKV == 0 && G >= 1 && G <= 16, "query heads per kv head must be 1..16");
 static_assert(D % 32 == 0 && D <= 256, "head_dim must be a multiple of 32, at most 256");
 static_assert(W >= 1 && W <= 16 && NT % KCH == 0 && W % NH == 0, "WARPS (HEADS=0: a multiple of num_kv_heads)");
@@ -337,50 +332,18 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
 #endif
     }
     // Scale to base 2, mask tokens outside the segment, row maxima over the quad.
-    float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-    for (int j = 0; j < NTT; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int pos = ts + tok0 + 8 * j + cq + e;
-        const bool ok = pos >= lo && pos < hi;
-        s[j][e] = ok ? s[j][e] * p.scale_log2 : kNegInf;
-        s[j][2 + e] = ok ? s[j][2 + e] * p.scale_log2 : kNegInf;
-        mx0 = fmaxf(mx0, s[j][e]);
-        mx1 = fmaxf(mx1, s[j][2 + e]);
-      }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    const float mn0 = fmaxf(m0, mx0);
-    const float mu0 = mn0 == kNegInf ? 0.f : mn0;
-    const float a0 = exp2f(m0 - mu0);
-    m0 = mn0;
-    float mu1 = 0.f, a1 = 1.f;
-    if constexpr (kTwoRows) {
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      const float mn1 = fmaxf(m1, mx1);
-      mu1 = mn1 == kNegInf ? 0.f : mn1;
-      a1 = exp2f(m1 - mu1);
-      m1 = mn1;
-    }
+    float mx0, mx1;
+    scale_mask_scores(s, p.scale_log2, ts + tok0 + cq, lo, hi, mx0, mx1);
+    float mu0, a0, mu1 = 0.f, a1 = 1.f;
+    decode_row_max(m0, mx0, mu0, a0);
+    if constexpr (kTwoRows) decode_row_max(m1, mx1, mu1, a1);
     // P = 2^(x - m) rounded to bf16, packed as the A operand of P·V; l sums the rounded values.
     uint32_t pk[NTT][2];
     float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
 #pragma unroll
     for (int j = 0; j < NTT; ++j) {
-      const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
-      pk[j][0] = pack_bf16(p00, p01);
-      ls0 += bf_lo(pk[j][0]) + bf_hi(pk[j][0]);
-      es0 += p00 + p01;
-      if constexpr (kTwoRows) {
-        const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
-        pk[j][1] = pack_bf16(p10, p11);
-        ls1 += bf_lo(pk[j][1]) + bf_hi(pk[j][1]);
-        es1 += p10 + p11;
-      } else {
-        pk[j][1] = 0u;
-      }
+      pk[j][0] = decode_p_pair(s[j][0], s[j][1], mu0, ls0, es0);
+      pk[j][1] = kTwoRows ? decode_p_pair(s[j][2], s[j][3], mu1, ls1, es1) : 0u;
     }
     l0 = l0 * a0 + ls0;
     e0 = e0 * a0 + es0;

@@ -169,12 +169,9 @@
 #include <climits>
 #include <cstdint>
 
-#if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_PAGED) || \
-    !defined(KA_MASKED_ROW_ZERO) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) ||        \
-    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_OVERLAP) || \
-    !defined(KA_WS) || !defined(KA_PINGPONG) || !defined(KA_QREG)
-#error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
-#endif
+KA_REQUIRE_DEFINES("gqa_prefill_cuda", KA_NUM_QO_HEADS, KA_NUM_KV_HEADS, KA_HEAD_DIM, KA_PAGED, KA_MASKED_ROW_ZERO,
+                   KA_WARPS, KA_KV_TILE, KA_STAGES, KA_ORDER, KA_Q_IN_SMEM, KA_PERSIST, KA_MMA, KA_OVERLAP, KA_WS,
+                   KA_PINGPONG, KA_QREG);
 #ifndef KA_QBUFS
 #define KA_QBUFS 1  // knobs added later: their defaults are the behaviour before them
 #endif
@@ -332,12 +329,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_prefill_kernel(Params p) {
     if (p.B > 1 && p.B <= MAXB_SORT) {  // (one sequence: the order is ORDER 1's, no index reads)
       float* cost = reinterpret_cast<float*>(qs_smem + Q_REGION);
       int* order = reinterpret_cast<int*>(cost + MAXB_SORT);
-      for (int b = tid; b < p.B; b += NT) {
-        const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
-        const int kl = __ldg(p.kv_indptr + b + 1) - __ldg(p.kv_indptr + b);
-        cost[b] = causal_cost(ql, kl);
-      }
-      order_by_cost(cost, order, p.B, tid, NT);
+      order_by_causal_cost(p.qo_indptr, p.kv_indptr, p.B, cost, order, tid, NT);
       ord = order;
     }
   }

@@ -79,18 +79,11 @@
 #include <climits>
 #include <cstdint>
 
-#if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_WARPS) || \
-    !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||              \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_MMA) || \
-    !defined(KA_EARLY)
-#error "mla_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
-#endif
-#if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
-#error "mla_decode_cuda: page_size must be 1"
-#endif
+KA_REQUIRE_DEFINES("mla_decode_cuda", KA_PAGE_SIZE, KA_NUM_QO_HEADS, KA_HEAD_DIM_CKV, KA_HEAD_DIM_KPE, KA_WARPS,
+                   KA_TILE, KA_STAGES, KA_SPLIT_TOKENS, KA_WAVES, KA_FUSED_MERGE, KA_NO_SPLIT_BELOW, KA_L2_PREFETCH,
+                   KA_MMA, KA_EARLY);
 
-// Everything but the entry has internal linkage: a judge worker keeps earlier candidates loaded
-// (RTLD_LOCAL), and vague-linkage objects would otherwise be merged across them.
+// Internal linkage for everything but the entry (as in gqa_decode_cuda, which says why).
 namespace ka_mla {
 namespace {
 
@@ -119,6 +112,7 @@ constexpr int IDX_BYTES = STAGES * T * 4;  // ring of page ids, one tile per slo
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SX_BYTES + 16 + IDX_BYTES;
 constexpr float kNegInf = -__builtin_huge_valf();
 
+static_assert(KA_PAGE_SIZE == 1, "page_size must be 1");
 static_assert(H == 16, "num_qo_heads must be 16 (the rows of an mma tile)");
 static_assert(DC % 128 == 0 && DP % 16 == 0 && DC % (16 * W) == 0 && (DC / W) % 16 == 0, "head dims");
 static_assert(NT % CCH == 0 && PCH <= CCH, "WARPS");

@@ -109,39 +109,17 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     }
     sum_partial_scores<W, NTT, 32>(s, sx, warp, lane);
     // Scale, mask tokens outside [lo, hi), online softmax (rows r0 and r1).
-    float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-    for (int j = 0; j < NTT; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int pos = ts + 8 * j + cq + e;
-        const bool ok = pos >= lo && pos < hi;
-        s[j][e] = ok ? s[j][e] * p.scale_log2 : kNegInf;
-        s[j][2 + e] = ok ? s[j][2 + e] * p.scale_log2 : kNegInf;
-        mx0 = fmaxf(mx0, s[j][e]);
-        mx1 = fmaxf(mx1, s[j][2 + e]);
-      }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
-    const float a0 = exp2f(m0 - mu0), a1 = exp2f(m1 - mu1);
-    m0 = mn0;
-    m1 = mn1;
+    float mx0, mx1;
+    scale_mask_scores(s, p.scale_log2, ts + cq, lo, hi, mx0, mx1);
+    float mu0, a0, mu1, a1;
+    decode_row_max(m0, mx0, mu0, a0);
+    decode_row_max(m1, mx1, mu1, a1);
     uint32_t pk[NTT][2];
     float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
 #pragma unroll
     for (int j = 0; j < NTT; ++j) {
-      const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
-      const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
-      pk[j][0] = pack_bf16(p00, p01);
-      pk[j][1] = pack_bf16(p10, p11);
-      ls0 += bf_lo(pk[j][0]) + bf_hi(pk[j][0]);
-      ls1 += bf_lo(pk[j][1]) + bf_hi(pk[j][1]);
-      es0 += p00 + p01;
-      es1 += p10 + p11;
+      pk[j][0] = decode_p_pair(s[j][0], s[j][1], mu0, ls0, es0);
+      pk[j][1] = decode_p_pair(s[j][2], s[j][3], mu1, ls1, es1);
     }
     l0 = l0 * a0 + ls0;
     l1 = l1 * a1 + ls1;

@@ -116,11 +116,8 @@
 #include <climits>
 #include <cstdint>
 
-#if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_MASKED_ROW_ZERO) || \
-    !defined(KA_QTOK) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) || !defined(KA_ORDER) || \
-    !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_SAHEAD)
-#error "mla_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
-#endif
+KA_REQUIRE_DEFINES("mla_prefill_cuda", KA_NUM_QO_HEADS, KA_HEAD_DIM_CKV, KA_HEAD_DIM_KPE, KA_MASKED_ROW_ZERO, KA_QTOK,
+                   KA_WARPS, KA_KV_TILE, KA_STAGES, KA_ORDER, KA_PERSIST, KA_MMA, KA_SAHEAD);
 
 namespace ka_mlap {
 namespace {
@@ -373,12 +370,7 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
       float* cost = reinterpret_cast<float*>(inv_smem + M);
       int* order = reinterpret_cast<int*>(cost + MAXB_SORT);
 #endif
-      for (int b = tid; b < p.B; b += NT) {
-        const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
-        const int kl = __ldg(p.kv_indptr + b + 1) - __ldg(p.kv_indptr + b);
-        cost[b] = causal_cost(ql, kl);
-      }
-      order_by_cost(cost, order, p.B, tid, NT);
+      order_by_causal_cost(p.qo_indptr, p.kv_indptr, p.B, cost, order, tid, NT);
       ord = order;
     }
   }
