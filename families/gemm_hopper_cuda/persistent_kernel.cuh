@@ -188,8 +188,11 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
       }
 
       // split tile: wi < CL · tail ≤ #SMs, one workspace tile and counter per split tile
-      float* const wt = ws + static_cast<size_t>(wi) * TP * TQ;
-      if (ns > 1 && !splitk_gather<WG, TQ>(acc, wt, &counters[wi], ns, pl0, ql0, s_last)) continue;
+      if (ns > 1) {
+        splitk_add<WG, TP, TQ>(acc, ws, counters, wi, ns, pl0, ql0, s_last);
+        if (!s_last) continue;
+        splitk_take<WG, TP, TQ>(acc, ws, counters, wi, pl0, ql0);
+      }
 
       const int p0 = tp * TP + pl0, q0 = tq * TQ + ql0;
       if (tma_store) {

@@ -100,8 +100,11 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
   const int ql0 = (lane & 3) * 2;
 
   // Split-K: the last CTA of the tile to arrive finishes it.
-  float* const wt = ws + static_cast<size_t>(t) * TP * TQ;
-  if (splits > 1 && !splitk_gather<WG, TQ>(acc, wt, &counters[t], splits, pl0, ql0, s_last)) return;
+  if (splits > 1) {
+    splitk_add<WG, TP, TQ>(acc, ws, counters, t, splits, pl0, ql0, s_last);
+    if (!s_last) return;
+    splitk_take<WG, TP, TQ>(acc, ws, counters, t, pl0, ql0);
+  }
 
   const int p0 = tp * TP + pl0, q0 = tq * TQ + ql0;
 #pragma unroll
