@@ -176,14 +176,6 @@ static_assert(!KA_BULK || (BAR_OFF % 8 == 0 && RED_ML_BYTES % 16 == 0 && TPW % 4
 
 // ── primitives (the device layer, kernelarc/device/) ───────────────────────────────────────────
 using namespace ka_dev;
-// One 16-byte K/V chunk, with the L2 prefetch hint of L2_PREFETCH.
-__device__ __forceinline__ void cp_async_kv(uint32_t dst, const void* src, int src_bytes) {
-#if KA_L2_PREFETCH == 256
-  cp_async_16_l2_256(dst, src, src_bytes);
-#else
-  cp_async_16(dst, src, src_bytes);
-#endif
-}
 // Named barrier 1 over the NT consumer threads (the producer warp never joins; barrier 0 is
 // __syncthreads').
 __device__ __forceinline__ void consumer_sync() { named_sync<1, NT>(); }
@@ -242,8 +234,8 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     for (int i = 0; i < NR; ++i) {
       const int bytes = i * RPP < r.left ? 16 : 0;
       const int64_t off = static_cast<int64_t>(r.page[i]) * (HKV * D * 2);
-      cp_async_kv(ks + i * RPP * ROWB, kbase + off, bytes);
-      cp_async_kv(vs + i * RPP * ROWB, vbase + off, bytes);
+      cp_async_16_hint<KA_L2_PREFETCH>(ks + i * RPP * ROWB, kbase + off, bytes);
+      cp_async_16_hint<KA_L2_PREFETCH>(vs + i * RPP * ROWB, vbase + off, bytes);
     }
   };
 

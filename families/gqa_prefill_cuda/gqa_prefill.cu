@@ -277,6 +277,34 @@ __device__ __forceinline__ uint64_t desc_at(uint64_t d, uint32_t off) {
   const uint32_t lo = static_cast<uint32_t>(d) + (off >> 4), hi = static_cast<uint32_t>(d >> 32);
   return (static_cast<uint64_t>(hi) << 32) | lo;
 }
+// O += P V for one tile: B = V rows 16kt .. 16kt+15 (2 groups of 8 rows, SBO 1024), N = D across
+// the column blocks (LBO = T*128 bytes apart), MN-major; A = P from registers, pa[kt] the
+// fragment of k-step kt (keys 16kt .. 16kt+15, see to_frags). The B descriptors of the V rows at vsm:
+__device__ __forceinline__ void pv_descs(const unsigned char* vsm, uint64_t (&dv)[KT]) {
+  const uint64_t v0 = sw128_desc(smem_u32(vsm), T * 128);
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) dv[kt] = desc_at(v0, kt * 16 * 128);
+}
+// OVERLAP's P V before the first tile: a P of zeros times the zero block, so that every iteration
+// issues the same wgmmas (ptxas serializes a pipelined loop whose wgmmas sit under a branch, or
+// whose A registers are defined before the loop).
+__device__ __forceinline__ void pv_of_zeros(const unsigned char* zero_blk, uint64_t (&dv)[KT], uint32_t (&pa)[KT][4]) {
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+    dv[kt] = sw128_desc(smem_u32(zero_blk), 16 * 128);
+    pa[kt][0] = pa[kt][1] = pa[kt][2] = pa[kt][3] = 0u;
+  }
+}
+// The S accumulator layout of two n8 blocks is the A fragment layout of one k16 step.
+__device__ __forceinline__ void to_frags(const uint32_t (&pk)[NTT][2], uint32_t (&pa)[KT][4]) {
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+    pa[kt][0] = pk[2 * kt][0];
+    pa[kt][1] = pk[2 * kt][1];
+    pa[kt][2] = pk[2 * kt + 1][0];
+    pa[kt][3] = pk[2 * kt + 1][1];
+  }
+}
 #endif
 
 __device__ __forceinline__ int ceil_div_i(int a, int b) { return (a + b - 1) / b; }

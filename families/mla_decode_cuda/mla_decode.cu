@@ -122,14 +122,6 @@ static_assert(KA_MMA || SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 
 // ── primitives (the device layer, kernelarc/device/) ───────────────────────────────────────────
 using namespace ka_dev;
-// One 16-byte row chunk, with the L2 prefetch hint of L2_PREFETCH.
-__device__ __forceinline__ void cp_async_kv(uint32_t dst, const void* src, int src_bytes) {
-#if KA_L2_PREFETCH == 256
-  cp_async_16_l2_256(dst, src, src_bytes);
-#else
-  cp_async_16(dst, src, src_bytes);
-#endif
-}
 #if KA_MMA
 // S^T += K · Q^T: A (the K tile) and B (Q) from descriptors, both K-major.
 __device__ __forceinline__ void wgmma_s16(float (&d)[2][4], uint64_t da, uint64_t db) {

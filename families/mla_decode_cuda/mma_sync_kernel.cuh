@@ -30,8 +30,8 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     for (int i = 0; i < NR; ++i) {
       const int bytes = i * RPP < r.left ? 16 : 0;
       const int64_t page = r.page[i];
-      cp_async_kv(st + i * RPP * ROWB, cbase + page * (DC * 2), bytes);
-      if (lcol < PCH) cp_async_kv(st + i * RPP * ROWB + 2 * DC, pbase + page * (DP * 2), bytes);
+      cp_async_16_hint<KA_L2_PREFETCH>(st + i * RPP * ROWB, cbase + page * (DC * 2), bytes);
+      if (lcol < PCH) cp_async_16_hint<KA_L2_PREFETCH>(st + i * RPP * ROWB + 2 * DC, pbase + page * (DP * 2), bytes);
     }
   };
 

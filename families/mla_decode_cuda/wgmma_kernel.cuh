@@ -72,8 +72,8 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
       const int bytes = i * RPP < r.left ? 16 : 0;
       const int64_t page = r.page[i];
       const int row = lrow + i * RPP;
-      cp_async_kv(st + sw_off(row, lcol, T), cbase + page * (DC * 2), bytes);
-      if (lcol < PCH) cp_async_kv(st + sw_off(row, CCH + lcol, T), pbase + page * (DP * 2), bytes);
+      cp_async_16_hint<KA_L2_PREFETCH>(st + sw_off(row, lcol, T), cbase + page * (DC * 2), bytes);
+      if (lcol < PCH) cp_async_16_hint<KA_L2_PREFETCH>(st + sw_off(row, CCH + lcol, T), pbase + page * (DP * 2), bytes);
     }
   };
 
