@@ -177,6 +177,34 @@ __device__ __forceinline__ void merge_rows(const Params& p, int b, int h0, int h
   }
 }
 
+using KvIds = PageIds<T, NR, RPP, STAGES>;
+using Rows = KvIds::Rows;
+
+// A thread's share of a tile's loads: ckv chunk lcol = tid % CCH of rows lrow + i*RPP (lrow =
+// tid / CCH), and the kpe chunk of the same index when lcol < PCH; a warp covers 512 contiguous
+// bytes of a row. The base pointers are formed once, so a row costs one multiply and two adds.
+struct RowLoads {
+  int lcol, lrow;
+  const unsigned char* cbase;
+  const unsigned char* pbase;
+  __device__ __forceinline__ RowLoads(const Params& p, int tid)
+      : lcol(tid % CCH), lrow(tid / CCH), cbase(reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8)),
+        pbase(reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8)) {}
+  // The rows r of a tile into the stage at st; chunk_off(row, c): where the stage keeps 16-byte
+  // chunk c (ckv, then kpe) of a row.
+  template <typename ChunkOff>
+  __device__ __forceinline__ void issue(uint32_t st, const Rows& r, ChunkOff chunk_off) const {
+#pragma unroll
+    for (int i = 0; i < NR; ++i) {
+      const int bytes = i * RPP < r.left ? 16 : 0;
+      const int64_t page = r.page[i];
+      const int row = lrow + i * RPP;
+      cp_async_16_hint<KA_L2_PREFETCH>(st + chunk_off(row, lcol), cbase + page * (DC * 2), bytes);
+      if (lcol < PCH) cp_async_16_hint<KA_L2_PREFETCH>(st + chunk_off(row, CCH + lcol), pbase + page * (DP * 2), bytes);
+    }
+  }
+};
+
 // Sequence b has no KV: zeros and lse -inf (threads tid, tid + NT, ... of the CTA).
 __device__ __forceinline__ void write_empty_seq(const Params& p, int b, int tid) {
   uint32_t* ob = reinterpret_cast<uint32_t*>(p.out + static_cast<int64_t>(b) * H * DC);

@@ -13,26 +13,12 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   const int unit = blockIdx.x;
   const KvRange<T> kv(p.indptr, unit, p.chunk, p.N);  // this CTA's token range and its tiles
 
-  // Loads: thread tid copies ckv chunk (tid % CCH) of rows tid/CCH + i*RPP, and the kpe chunk of
-  // the same index when tid % CCH < PCH; a warp covers 512 contiguous bytes of a row.
-  const int lcol = tid % CCH, lrow = tid / CCH;
-  // The page ids travel one pipeline depth ahead of their tile through idx_ring, as in
-  // gqa_decode_cuda (see there): the group of tile u also brings the ids of tile u + STAGES-1.
-  // The issue per row is as cheap as there too: base pointers formed once, one unsigned min per
-  // id, rows past the range's end known from one count (zero-filled; no pages: none valid).
-  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, kv, p.num_pages, lrow, tid);
-  using Rows = PageIds<T, NR, RPP, STAGES>::Rows;
-  const unsigned char* const cbase = reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8);
-  const unsigned char* const pbase = reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8);
+  // Loads (RowLoads), each row at its padded place; the page ids travel one pipeline depth ahead
+  // of their tile through idx_ring (PageIds).
+  const RowLoads ld(p, tid);
+  const KvIds ids(p.indices, idx_ring, kv, p.num_pages, ld.lrow, tid);
   auto issue = [&](int stage, const Rows& r) {
-    const uint32_t st = smem_u32(stages + stage * STAGE_BYTES + lrow * ROWB + lcol * 16);
-#pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int bytes = i * RPP < r.left ? 16 : 0;
-      const int64_t page = r.page[i];
-      cp_async_16_hint<KA_L2_PREFETCH>(st + i * RPP * ROWB, cbase + page * (DC * 2), bytes);
-      if (lcol < PCH) cp_async_16_hint<KA_L2_PREFETCH>(st + i * RPP * ROWB + 2 * DC, pbase + page * (DP * 2), bytes);
-    }
+    ld.issue(smem_u32(stages + stage * STAGE_BYTES), r, [](int row, int c) { return row * ROWB + c * 16; });
   };
 
   ids.start(kv.ntiles, issue);  // the first STAGES-1 tiles in flight

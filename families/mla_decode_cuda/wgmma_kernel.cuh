@@ -58,23 +58,11 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   const int unit = blockIdx.x;
   const KvRange<T> kv(p.indptr, unit, p.chunk, p.N);  // this CTA's token range and its tiles
 
-  // Loads: as MMA=0 (thread tid copies ckv chunk tid % CCH of rows tid/CCH + i*RPP, and kpe chunk
-  // tid % CCH of the same rows when tid % CCH < PCH), each chunk to its swizzled place.
-  const int lcol = tid % CCH, lrow = tid / CCH;
-  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, kv, p.num_pages, lrow, tid);
-  using Rows = PageIds<T, NR, RPP, STAGES>::Rows;
-  const unsigned char* const cbase = reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8);
-  const unsigned char* const pbase = reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8);
+  // Loads: as MMA=0 (RowLoads), each chunk to its swizzled place.
+  const RowLoads ld(p, tid);
+  const KvIds ids(p.indices, idx_ring, kv, p.num_pages, ld.lrow, tid);
   auto issue = [&](int stage, const Rows& r) {
-    const uint32_t st = smem_u32(stages + stage * WSTAGE);
-#pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int bytes = i * RPP < r.left ? 16 : 0;
-      const int64_t page = r.page[i];
-      const int row = lrow + i * RPP;
-      cp_async_16_hint<KA_L2_PREFETCH>(st + sw_off(row, lcol, T), cbase + page * (DC * 2), bytes);
-      if (lcol < PCH) cp_async_16_hint<KA_L2_PREFETCH>(st + sw_off(row, CCH + lcol, T), pbase + page * (DP * 2), bytes);
-    }
+    ld.issue(smem_u32(stages + stage * WSTAGE), r, [](int row, int c) { return sw_off(row, c, T); });
   };
 
   ids.start<!KA_EARLY>(kv.ntiles, issue);  // the first STAGES-1 tiles in flight (EARLY: no id ring)
