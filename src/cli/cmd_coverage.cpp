@@ -29,7 +29,7 @@ Row coverage_of(const Problem& p, const std::vector<Family>& families) {
   for (const auto& f : families)
     if (!f.generator.empty() && (!gen || f.target == "host")) gen = &f;
   if (gen) {
-    graph::Lowering l = graph::check_lowering(p, gen->source);
+    graph::Lowering l = graph::check_lowering(p, gen->whole_source());
     r.captured = l.captured;
     r.reason = l.reason;
     r.ops_not_lowered = l.ops_not_lowered;
