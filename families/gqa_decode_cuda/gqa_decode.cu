@@ -261,8 +261,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   auto reset_state = [&]() {
     m0 = m1 = kNegInf;
     l0 = l1 = e0 = e1 = 0.f;
-#pragma unroll
-    for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    zero_acc(o);
   };
   auto load_q = [&](int b) {
     const uint16_t* qb = p.q + (static_cast<int64_t>(b) * HQ + g * G) * D;

@@ -39,8 +39,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   auto reset_state = [&]() {
     m0 = m1 = kNegInf;
     l0 = l1 = e0 = e1 = 0.f;
-#pragma unroll
-    for (int n = 0; n < NTO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    zero_acc(o);
   };
   auto load_q = [&](int b) {
     const uint16_t* qn = p.qn + static_cast<int64_t>(b) * H * DC;
