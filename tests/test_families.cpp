@@ -44,6 +44,16 @@ struct TempDir {
 
 using test::nvcc_judge_build;
 
+// Point k of f built for one -gencode arch as the judge builds it, with the ptxas report of an
+// sm_90a build checked (test::expect_clean_ptxas).
+RunResult build_point(const fs::path& nvcc, const Family& f, const Knobs& k, const Problem& p, const std::string& arch) {
+  EXPECT_TRUE(f.valid(k, p)) << knobs_str(k);
+  RunResult r = nvcc_judge_build(nvcc, f.instantiate(k, p), arch, true);
+  EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
+  if (arch.find("90a") != std::string::npos) test::expect_clean_ptxas(r.output, knobs_str(k));
+  return r;
+}
+
 const char* kGoodFamily = R"({
   "name": "toy", "target": "host", "source": "toy.cpp",
   "applies_to": {"op_types": ["rmsnorm"], "dtypes": ["bfloat16"], "requires_axes": ["hidden_size"]},
@@ -839,14 +849,7 @@ TEST(FamiliesDev, MlaDecodeWgmmaCompilesWithNvcc) {
       {early, "-gencode=arch=compute_90a,code=sm_90a"},
       {base, "-gencode=arch=compute_80,code=sm_80"},
   };
-  for (const auto& [k, arch] : cases) {
-    ASSERT_TRUE(f.valid(k, p)) << knobs_str(k);
-    Candidate c = f.instantiate(k, p);
-    RunResult r = nvcc_judge_build(nvcc, c, arch, true);
-    EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
-    if (arch.find("90a") == std::string::npos) continue;
-    test::expect_clean_ptxas(r.output, knobs_str(k));
-  }
+  for (const auto& [k, arch] : cases) build_point(nvcc, f, k, p, arch);
 }
 
 // mla_prefill_cuda's MMA knob on 019: the mma.sync space is what it was before the knob (72 points,
@@ -955,12 +958,8 @@ TEST(FamiliesDev, MlaPrefillWgmmaCompilesWithNvcc) {
        "-gencode=arch=compute_80,code=sm_80"},
   };
   for (const auto& [k, arch] : cases) {
-    ASSERT_TRUE(f.valid(k, p)) << knobs_str(k);
-    Candidate c = f.instantiate(k, p);
-    RunResult r = nvcc_judge_build(nvcc, c, arch, true);
-    EXPECT_TRUE(r.ok()) << knobs_str(k) << " " << arch << "\n" << r.output;
+    const RunResult r = build_point(nvcc, f, k, p, arch);
     if (arch.find("90a") == std::string::npos) continue;
-    test::expect_clean_ptxas(r.output, knobs_str(k));
     EXPECT_FALSE(has(r.output, "warpgroup.arrive is injected")) << knobs_str(k) << "\n" << r.output;
     // The 3-warpgroup schedule rebalances 168 registers per thread with setmaxnreg (184 + 2 x 160):
     // a kernel compiled to fewer would leave warpgroup 0's setmaxnreg.inc waiting forever.
