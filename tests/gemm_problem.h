@@ -37,6 +37,22 @@ static ka::TensorArg arg(void* d, int dt, int64_t r, int64_t c) {
   t.data = d; t.dtype = dt; t.ndim = 2; t.shape[0] = r; t.shape[1] = c; t.strides[0] = c; t.strides[1] = 1;
   return t;
 }
+// The outputs C[m][n] (to double by f) farther than tol (absolute and relative) from the double
+// reference a·bᵀ (M x K, N x K); the first three are printed after `what`.
+template <typename F>
+static int count_wrong(const std::vector<uint16_t>& C, const std::vector<double>& a, const std::vector<double>& b, int M,
+                       int N, int K, double tol, F f, const char* what) {
+  int wrong = 0;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double ref = 0;
+      for (int k = 0; k < K; ++k) ref += a[m * K + k] * b[n * K + k];
+      const double got = f(C[m * N + n]);
+      if (!(std::fabs(got - ref) <= tol + tol * std::fabs(ref)) && wrong++ < 3)
+        std::printf("%s: C[%d,%d] = %g, expected %g\n", what, m, n, got, ref);
+    }
+  return wrong;
+}
 )";
 
 }  // namespace ka::test

@@ -1,9 +1,12 @@
 // tests/nvcc_build.h — builds a CUDA candidate as the judge does (the flags of
 // target/build.h's effective_cuda_flags, the KA_ENTRY trampoline, the candidate's link flags) for
 // one -gencode option, in a temporary folder, so that the compile tests of the families check what
-// a campaign would build. Used by the tests that need nvcc (each skips without it).
+// a campaign would build. Used by the tests that need nvcc (each skips without it). Also the check
+// of a verbose sm_90a build's ptxas report that the families' compile tests share.
 #pragma once
 #include "util/resources.h"
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -40,6 +43,14 @@ inline RunResult nvcc_judge_build(const std::filesystem::path& nvcc, const Candi
   RunResult r = run_command(cmd, std::chrono::minutes(5));
   fs::remove_all(dir);
   return r;
+}
+
+// A verbose (-Xptxas -v) sm_90a build's report: no stack frame or spill in any kernel, no wgmma
+// serialised ("Potential Performance Loss"), no warning; `what` names the build in failures.
+inline void expect_clean_ptxas(const std::string& out, const std::string& what) {
+  EXPECT_NE(out.find(" 0 bytes stack frame, 0 bytes spill stores"), std::string::npos) << what << "\n" << out;
+  EXPECT_EQ(out.find("Potential Performance Loss"), std::string::npos) << what << "\n" << out;
+  EXPECT_EQ(out.find("warning"), std::string::npos) << what << "\n" << out;
 }
 
 }  // namespace ka::test

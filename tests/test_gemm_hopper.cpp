@@ -52,16 +52,9 @@ int main(int argc, char** argv) {
         std::fill(C.begin(), C.end(), 0xFFFF);  // NaN: an output never written fails
         run(arg(A.data(), dt, M, K), arg(B.data(), dt, N, K), arg(C.data(), dt, M, N));
         ++cases;
-        int wrong = 0;
-        for (int m = 0; m < M; ++m)
-          for (int n = 0; n < N; ++n) {
-            double ref = 0;
-            for (int k = 0; k < K; ++k) ref += a[m * K + k] * b[n * K + k];
-            const double got = f(C[m * N + n]);
-            if (!(std::fabs(got - ref) <= 2e-2 + 2e-2 * std::fabs(ref)) && wrong++ < 3)
-              std::printf("dtype %d M=%d N=%d K=%d call %d: C[%d,%d] = %g, expected %g\n", dt, M, N, K, call, m, n, got, ref);
-          }
-        bad += wrong > 0;
+        char what[96];
+        std::snprintf(what, sizeof what, "dtype %d M=%d N=%d K=%d call %d", dt, M, N, K, call);
+        bad += count_wrong(C, a, b, M, N, K, 2e-2, f, what) > 0;
       }
     }
   std::printf("%d cases, %d failed\n", cases, bad);

@@ -68,18 +68,9 @@ int main(int argc, char** argv) {
         for (int i = 0; i < N * K; ++i) { B[i + misalign] = q(u(rng)); b[i] = f(B[i + misalign]); }
         run(arg(A.data() + misalign, dt, M, K), arg(B.data() + misalign, dt, N, K), arg(C.data(), dt, M, N));
         ++cases;
-        int wrong = 0;
-        for (int m = 0; m < M; ++m)
-          for (int n = 0; n < N; ++n) {
-            double ref = 0;
-            for (int k = 0; k < K; ++k) ref += a[m * K + k] * b[n * K + k];
-            const double got = f(C[m * N + n]);
-            if (!(std::fabs(got - ref) <= 1e-2 + 1e-2 * std::fabs(ref))) {
-              if (wrong++ < 3) std::printf("dtype %d M=%d N=%d K=%d misalign %d: C[%d,%d] = %g, expected %g\n", dt, M, N, K,
-                                           misalign, m, n, got, ref);
-            }
-          }
-        bad += wrong > 0;
+        char what[96];
+        std::snprintf(what, sizeof what, "dtype %d M=%d N=%d K=%d misalign %d", dt, M, N, K, misalign);
+        bad += count_wrong(C, a, b, M, N, K, 1e-2, f, what) > 0;
       }
   std::printf("%d cases, %d failed\n", cases, bad);
   return bad ? 1 : 0;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "families/family.h"
 #include "graph/codegen_host.h"
 #include "graph/passes.h"
 #include "graph_fixtures.h"
@@ -75,7 +76,8 @@ ka::TensorArg targ(void* data, DTypeCode dt, std::vector<int64_t> shape) {
   return a;
 }
 
-std::string runtime_source() { return read_text(resource_path("families/graph_host/graph_rt.cpp")); }
+// graph_rt.cpp with its parts, as a candidate carries it.
+std::string runtime_source() { return load_family(resource_path("families/graph_host")).whole_source(); }
 
 }  // namespace
 

@@ -43,16 +43,7 @@ using nlohmann::json;
 // The StoreError message of `f()`; fails the test when nothing (or something else) is thrown.
 template <typename F>
 std::string store_error_of(F&& f) {
-  try {
-    f();
-  } catch (const StoreError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected a StoreError, got: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected a StoreError, nothing was thrown";
-  return {};
+  return error_of<StoreError>(std::forward<F>(f), "StoreError");
 }
 
 // A connection of our own, outside the Store class: shows that the schema itself refuses.

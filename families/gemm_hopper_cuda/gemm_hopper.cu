@@ -265,6 +265,46 @@ template <> __device__ __forceinline__ void store2<__nv_bfloat16>(__nv_bfloat16*
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
+// Split-K, after a CTA's share of tile t (TP×TQ outputs; TQ/2 accumulators a thread in the wgmma
+// m64nTQ layout: rows pl0 + 8h, columns ql0 + 8j). splitk_add: the partial sums are added into the
+// tile's slice of the workspace ws (tile-local TP×TQ, so every float2 is aligned whatever M and N
+// are) and the CTA counts itself on counters[t]; `last` (a shared int) is set in the last of the
+// tile's `splits` CTAs to arrive, which then calls splitk_take: the full sums back into acc, the
+// slice and the counter left zeroed for the next call. Every consumer thread (WG warpgroups) calls
+// them. (The addresses are formed from ws, counters and t at each use: pointers kept across the
+// barriers cost ptxas registers.)
+template <int WG, int TP, int TQ>
+__device__ __forceinline__ void splitk_add(const float (&acc)[TQ / 2], float* ws, unsigned* counters, int t, int splits,
+                                           int pl0, int ql0, int& last) {
+  float* wt = ws + static_cast<size_t>(t) * TP * TQ;
+#pragma unroll
+  for (int j = 0; j < TQ / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      atomicAdd(reinterpret_cast<float2*>(wt + (pl0 + 8 * h) * TQ + j * 8 + ql0),
+                make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
+  __threadfence();
+  named_sync(1, WG * 128);
+  if (threadIdx.x == 0) last = atomicAdd(&counters[t], 1u) == static_cast<unsigned>(splits - 1);
+  named_sync(1, WG * 128);
+}
+template <int WG, int TP, int TQ>
+__device__ __forceinline__ void splitk_take(float (&acc)[TQ / 2], float* ws, unsigned* counters, int t, int pl0, int ql0) {
+  float* wt = ws + static_cast<size_t>(t) * TP * TQ;
+  __threadfence();
+#pragma unroll
+  for (int j = 0; j < TQ / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float2* p = reinterpret_cast<float2*>(wt + (pl0 + 8 * h) * TQ + j * 8 + ql0);
+      const float2 v = __ldcg(p);
+      __stcg(p, make_float2(0.f, 0.f));
+      acc[4 * j + 2 * h] = v.x;
+      acc[4 * j + 2 * h + 1] = v.y;
+    }
+  if (threadIdx.x == 0) counters[t] = 0u;
+}
+
 #include "tile_kernel.cuh"
 
 #include "persistent_kernel.cuh"

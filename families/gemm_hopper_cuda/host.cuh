@@ -173,6 +173,29 @@ bool launch_hopper(DeviceState& d, int dev, const T* A, const T* B, T* C, int M,
   return cudaPeekAtLastError() == cudaSuccess;
 }
 
+#ifndef KA_EMULATE
+// The launch configuration of `clusters` clusters of CL CTAs of `threads` threads and `smem` bytes
+// of dynamic shared memory, on the default stream (cfg points at `at`: not copyable).
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute at[1];
+  ClusterLaunch(int cl, int clusters, int threads, int smem) {
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = cl;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(cl * clusters), 1, 1);
+    cfg.blockDim = dim3(threads, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = 0;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+#endif
+
 // One launch of hopper_gemm_persistent<T, WG, TQ, STAGES, CL, PP> (PERSIST = 1, or 2 with PP); false
 // when it cannot run.
 template <typename T, int WG, int TQ, int STAGES, int CL, bool PP>
@@ -190,19 +213,9 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
     }
 #ifndef KA_EMULATE
     if (CL > 1) {
-      cudaLaunchConfig_t cfg{};
-      cudaLaunchAttribute at[1];
-      at[0].id = cudaLaunchAttributeClusterDimension;
-      at[0].val.clusterDim.x = CL;
-      at[0].val.clusterDim.y = 1;
-      at[0].val.clusterDim.z = 1;
-      cfg.gridDim = dim3(static_cast<unsigned>(CL * (d.sms / CL)), 1, 1);
-      cfg.blockDim = dim3(WG * 128 + 32, 1, 1);
-      cfg.dynamicSmemBytes = smem;
-      cfg.attrs = at;
-      cfg.numAttrs = 1;
+      const ClusterLaunch launch_cfg(CL, d.sms / CL, WG * 128 + 32, smem);
       int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess || n <= 0) {
+      if (cudaOccupancyMaxActiveClusters(&n, kernel, &launch_cfg.cfg) != cudaSuccess || n <= 0) {
         (void)cudaGetLastError();
         return false;
       }
@@ -245,19 +258,8 @@ bool launch_persistent(DeviceState& d, int dev, const T* A, const T* B, T* C, in
   } else {
     const int ncl = static_cast<int>(units < max_clusters[dev] ? units : max_clusters[dev]);
 #ifndef KA_EMULATE
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = CL;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(static_cast<unsigned>(CL * ncl), 1, 1);
-    cfg.blockDim = dim3(WG * 128 + 32, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = 0;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    if (cudaLaunchKernelEx(&cfg, kernel, mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail,
+    const ClusterLaunch launch_cfg(CL, ncl, WG * 128 + 32, smem);
+    if (cudaLaunchKernelEx(&launch_cfg.cfg, kernel, mx, my, mc, C, d.ws, d.counters, M, N, K, tilesP, tilesQ, full_units, tail,
                            tsplit, static_cast<int>(kRaster), tma_store) != cudaSuccess)
       return false;
 #else

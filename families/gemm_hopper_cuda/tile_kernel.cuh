@@ -99,33 +99,11 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
   const int pl0 = g * 64 + wr * 16 + (lane >> 2);
   const int ql0 = (lane & 3) * 2;
 
+  // Split-K: the last CTA of the tile to arrive finishes it.
   if (splits > 1) {
-    // Partial sums into this tile's slice of the workspace (tile-local layout TP×TQ, so every float2
-    // is aligned whatever M and N are); the last CTA of the tile to arrive finishes it.
-    float* wt = ws + static_cast<size_t>(t) * TP * TQ;
-#pragma unroll
-    for (int j = 0; j < TQ / 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        atomicAdd(reinterpret_cast<float2*>(wt + (pl0 + 8 * h) * TQ + j * 8 + ql0),
-                  make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
-    __threadfence();
-    named_sync(1, WG * 128);
-    if (threadIdx.x == 0) s_last = atomicAdd(&counters[t], 1u) == static_cast<unsigned>(splits - 1);
-    named_sync(1, WG * 128);
+    splitk_add<WG, TP, TQ>(acc, ws, counters, t, splits, pl0, ql0, s_last);
     if (!s_last) return;
-    __threadfence();
-#pragma unroll
-    for (int j = 0; j < TQ / 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float2* p = reinterpret_cast<float2*>(wt + (pl0 + 8 * h) * TQ + j * 8 + ql0);
-        const float2 v = __ldcg(p);
-        __stcg(p, make_float2(0.f, 0.f));  // leave the workspace zeroed for the next call
-        acc[4 * j + 2 * h] = v.x;
-        acc[4 * j + 2 * h + 1] = v.y;
-      }
-    if (threadIdx.x == 0) counters[t] = 0u;
+    splitk_take<WG, TP, TQ>(acc, ws, counters, t, pl0, ql0);
   }
 
   const int p0 = tp * TP + pl0, q0 = tq * TQ + ql0;

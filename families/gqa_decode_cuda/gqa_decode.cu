@@ -107,15 +107,9 @@
 #include <climits>
 #include <cstdint>
 
-#if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_WARPS) || \
-    !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||             \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_BULK) ||     \
-    !defined(KA_PRODUCER) || !defined(KA_QK_SPLIT) || !defined(KA_HEADS)
-#error "gqa_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
-#endif
-#if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
-#error "gqa_decode_cuda: page_size must be 1"
-#endif
+KA_REQUIRE_DEFINES("gqa_decode_cuda", KA_PAGE_SIZE, KA_NUM_QO_HEADS, KA_NUM_KV_HEADS, KA_HEAD_DIM, KA_WARPS, KA_TILE,
+                   KA_STAGES, KA_SPLIT_TOKENS, KA_WAVES, KA_FUSED_MERGE, KA_NO_SPLIT_BELOW, KA_L2_PREFETCH, KA_BULK,
+                   KA_PRODUCER, KA_QK_SPLIT, KA_HEADS);
 
 // Everything but the entry has internal linkage: a judge worker keeps earlier candidates loaded
 // (RTLD_LOCAL), and vague-linkage objects (statics of inline functions, template statics) would
@@ -160,6 +154,7 @@ constexpr int SMEM_BYTES = BAR_OFF + BAR_BYTES;
 constexpr bool kTwoRows = G > 8;        // mma rows 8..15 carry real heads
 constexpr float kNegInf = -__builtin_huge_valf();
 
+static_assert(KA_PAGE_SIZE == 1, "page_size must be 1");
 static_assert(HQ % HKV == 0 && G >= 1 && G <= 16, "query heads per kv head must be 1..16");
 static_assert(D % 32 == 0 && D <= 256, "head_dim must be a multiple of 32, at most 256");
 static_assert(W >= 1 && W <= 16 && NT % KCH == 0 && W % NH == 0, "WARPS (HEADS=0: a multiple of num_kv_heads)");
@@ -181,14 +176,6 @@ static_assert(!KA_BULK || (BAR_OFF % 8 == 0 && RED_ML_BYTES % 16 == 0 && TPW % 4
 
 // ── primitives (the device layer, kernelarc/device/) ───────────────────────────────────────────
 using namespace ka_dev;
-// One 16-byte K/V chunk, with the L2 prefetch hint of L2_PREFETCH.
-__device__ __forceinline__ void cp_async_kv(uint32_t dst, const void* src, int src_bytes) {
-#if KA_L2_PREFETCH == 256
-  cp_async_16_l2_256(dst, src, src_bytes);
-#else
-  cp_async_16(dst, src, src_bytes);
-#endif
-}
 // Named barrier 1 over the NT consumer threads (the producer warp never joins; barrier 0 is
 // __syncthreads').
 __device__ __forceinline__ void consumer_sync() { named_sync<1, NT>(); }
@@ -218,12 +205,9 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   const int g = KA_HEADS ? static_cast<int>(blockIdx.x % HKV) : warp / WPH;
   const int wsub = KA_HEADS ? warp : warp % WPH;  // the warp's index among its head's warps
   const int unit = KA_HEADS ? static_cast<int>(blockIdx.x / HKV) : static_cast<int>(blockIdx.x);
-  const bool seq_mode = p.chunk == 0;
-  const int* __restrict__ ip = p.indptr;
-
   // The token range [cs, ce) of this CTA (positions in kv_indices).
-  int cs, ce;
-  const int ntiles = cta_kv_range<T>(ip, unit, p.chunk, p.N, cs, ce);  // (and the trace's tile count)
+  const KvRange<T> kv(p.indptr, unit, p.chunk, p.N);
+  const int cs = kv.cs, ce = kv.ce, ntiles = kv.ntiles;
 
   // Loads: thread tid copies 16-byte chunk (tid % KCH) of rows tid/KCH + i*RPP of a tile (K and V).
   // The page ids of a tile travel ahead of it: the cp.async group that brings K/V of tile u also
@@ -238,7 +222,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   // end of the range are known from one count (`left`): they keep a clamped id and zero-fill.
   // With no pages at all every row counts as past the end.
   const int lcol = tid % KCH, lrow = tid / KCH;
-  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, cs, ce, p.num_pages, lrow, tid);
+  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, kv, p.num_pages, lrow, tid);
   using Rows = PageIds<T, NR, RPP, STAGES>::Rows;
   const int ce_load = ids.ce_load;
   const unsigned char* const kbase = reinterpret_cast<const unsigned char*>(p.k + g * D + lcol * 8);
@@ -250,8 +234,8 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     for (int i = 0; i < NR; ++i) {
       const int bytes = i * RPP < r.left ? 16 : 0;
       const int64_t off = static_cast<int64_t>(r.page[i]) * (HKV * D * 2);
-      cp_async_kv(ks + i * RPP * ROWB, kbase + off, bytes);
-      cp_async_kv(vs + i * RPP * ROWB, vbase + off, bytes);
+      cp_async_16_hint<KA_L2_PREFETCH>(ks + i * RPP * ROWB, kbase + off, bytes);
+      cp_async_16_hint<KA_L2_PREFETCH>(vs + i * RPP * ROWB, vbase + off, bytes);
     }
   };
 
@@ -260,25 +244,11 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
 #elif KA_BULK
 #include "bulk_loads.cuh"
 #else
-  // Prologue: the first STAGES-1 tiles in flight (their ids read directly, all before the first
-  // issue so that those loads overlap), each group with the ids of the tile STAGES-1 later.
-  Rows rows;
-  {
-    Rows pre[STAGES - 1];
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s)
-      if (s < ntiles) ids.load(s, pre[s]);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < ntiles) issue(s, pre[s]);
-      ids.prefetch(s + STAGES - 1);
-      cp_async_commit();
-    }
-  }
+  ids.start(ntiles, issue);  // the first STAGES-1 tiles in flight
 #endif
 
   // Segment walk state (uniform over the CTA).
-  KvSegments seg(ip, p.B, unit, p.nchunks, cs, ce, seq_mode, lane);
+  KvSegments seg(p.indptr, p.B, unit, p.nchunks, kv, lane);
 
   // Per-warp online-softmax state for rows r0 = lane/4 and r1 = r0 + 8 of the mma tile.
   // l sums P as rounded to bf16 (it normalises O, whose P·V used those values); e sums the exact
@@ -291,8 +261,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   auto reset_state = [&]() {
     m0 = m1 = kNegInf;
     l0 = l1 = e0 = e1 = 0.f;
-#pragma unroll
-    for (int n = 0; n < NTD; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    zero_acc(o);
   };
   auto load_q = [&](int b) {
     const uint16_t* qb = p.q + (static_cast<int64_t>(b) * HQ + g * G) * D;
@@ -354,50 +323,18 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
 #endif
     }
     // Scale to base 2, mask tokens outside the segment, row maxima over the quad.
-    float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-    for (int j = 0; j < NTT; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int pos = ts + tok0 + 8 * j + cq + e;
-        const bool ok = pos >= lo && pos < hi;
-        s[j][e] = ok ? s[j][e] * p.scale_log2 : kNegInf;
-        s[j][2 + e] = ok ? s[j][2 + e] * p.scale_log2 : kNegInf;
-        mx0 = fmaxf(mx0, s[j][e]);
-        mx1 = fmaxf(mx1, s[j][2 + e]);
-      }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    const float mn0 = fmaxf(m0, mx0);
-    const float mu0 = mn0 == kNegInf ? 0.f : mn0;
-    const float a0 = exp2f(m0 - mu0);
-    m0 = mn0;
-    float mu1 = 0.f, a1 = 1.f;
-    if constexpr (kTwoRows) {
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      const float mn1 = fmaxf(m1, mx1);
-      mu1 = mn1 == kNegInf ? 0.f : mn1;
-      a1 = exp2f(m1 - mu1);
-      m1 = mn1;
-    }
+    float mx0, mx1;
+    scale_mask_scores(s, p.scale_log2, ts + tok0 + cq, lo, hi, mx0, mx1);
+    float mu0, a0, mu1 = 0.f, a1 = 1.f;
+    decode_row_max(m0, mx0, mu0, a0);
+    if constexpr (kTwoRows) decode_row_max(m1, mx1, mu1, a1);
     // P = 2^(x - m) rounded to bf16, packed as the A operand of P·V; l sums the rounded values.
     uint32_t pk[NTT][2];
     float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
 #pragma unroll
     for (int j = 0; j < NTT; ++j) {
-      const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
-      pk[j][0] = pack_bf16(p00, p01);
-      ls0 += bf_lo(pk[j][0]) + bf_hi(pk[j][0]);
-      es0 += p00 + p01;
-      if constexpr (kTwoRows) {
-        const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
-        pk[j][1] = pack_bf16(p10, p11);
-        ls1 += bf_lo(pk[j][1]) + bf_hi(pk[j][1]);
-        es1 += p10 + p11;
-      } else {
-        pk[j][1] = 0u;
-      }
+      pk[j][0] = decode_p_pair(s[j][0], s[j][1], mu0, ls0, es0);
+      pk[j][1] = kTwoRows ? decode_p_pair(s[j][2], s[j][3], mu1, ls1, es1) : 0u;
     }
     l0 = l0 * a0 + ls0;
     e0 = e0 * a0 + es0;
@@ -503,7 +440,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
       }
       csync();  // warp w's sum in red_o before warp w+1 adds to it (and, after the last, before the writes below)
     }
-    const bool full = seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
+    const bool full = kv.seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
     const int slot = seg.seg_s == cs ? 0 : 1;
     const int64_t pidx0 = (static_cast<int64_t>(unit) * 2 + slot) * HKV + (KA_HEADS ? g : 0);
     constexpr int D4 = D / 4;
@@ -542,13 +479,8 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
     if (KA_FUSED_MERGE && !full) {
       csync();  // every consumer's partial writes before thread 0 counts this CTA as done
 #if KA_HEADS
-      if (tid == 0) {
-        const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
-        // release: the CTA's partials before the count; acquire: the other CTAs' partials, read
-        // below (ld.global.cg) by the consumers after the barrier
-        const int old = atom_add_acq_rel_gpu(p.counters + seg.cur_b * HKV + g, 1);
-        *flag = old == n_b - 1;
-      }
+      // (the other CTAs' partials are read (ld.global.cg) by the consumers after the barrier)
+      if (tid == 0) *flag = last_arrival(p.counters + seg.cur_b * HKV + g, seg.seq_chunks(p.chunk));
       csync();  // thread 0's *flag visible to every consumer
       if (*flag) {
         merge_group(p, seg.cur_b, g, tid);
@@ -557,11 +489,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
 #else
       // Thread h counts head h (each head's CTAs of the sequence are the same ones, but the
       // counters stay per (sequence, kv head) as with HEADS=1, so the merge and its layout are one).
-      if (tid < NH) {
-        const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
-        const int old = atom_add_acq_rel_gpu(p.counters + seg.cur_b * HKV + tid, 1);  // as with HEADS=1
-        flag[tid] = old == n_b - 1;
-      }
+      if (tid < NH) flag[tid] = last_arrival(p.counters + seg.cur_b * HKV + tid, seg.seq_chunks(p.chunk));
       csync();  // the flags visible to every consumer
 #pragma unroll 1
       for (int h = 0; h < NH; ++h)
@@ -578,16 +506,12 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   // The segments of tile t (its stage landed): each warp's share of every segment the tile
   // touches, finalizing the segments that end inside it; `have` turns false past the last one.
   auto walk_tile = [&](int t) {
-    const int ts = cs + t * T, te = imin(ts + T, ce);
+    const int ts = kv.tile_start(t), te = kv.tile_end(t);
     const int stage = t % STAGES;
-    while (true) {
-      const int lo = imax(seg.seg_s, ts), hi = imin(seg.seg_e, te);
-      if (lo < hi) warp_tile(stage, ts, lo, hi);
-      if (seg.seg_e > te) break;
+    seg.walk(ts, te, have, [&](int lo, int hi) { warp_tile(stage, ts, lo, hi); }, [&] {
       finalize();
-      have = advance(seg.cur_b + 1);
-      if (!have) break;
-    }
+      return advance(seg.cur_b + 1);
+    });
   };
 #if KA_PRODUCER
   // Consumers (PRODUCER=1): wait "full", compute, release the stage on "empty"; see "Loads,
@@ -612,19 +536,16 @@ __global__ void __launch_bounds__(NTHREADS) gqa_decode_kernel(Params p) {
   for (int t = 0; t < ntiles && have; ++t) {
     cp_async_wait_n<STAGES - 2>();
     __syncthreads();  // tile t landed for every thread (BULK=1: the ids of tile t+STAGES-1); every warp is done with tile t-1
+#if KA_BULK
     {
       const int u = t + STAGES - 1;
-#if KA_BULK
       if (u < ntiles) issue_bulk(u, ring_pages);
-#else
-      if (u < ntiles) {
-        ids.from_ring(u, rows);
-        issue(u % STAGES, rows);
-      }
-#endif
       ids.prefetch(u + STAGES - 1);
       cp_async_commit();
     }
+#else
+    ids.issue_next(t + STAGES - 1, ntiles, issue);
+#endif
 #if KA_BULK
     // After the issue, so that the next fill is not held behind this tile's arrival.
     mbar_wait(bars + (t % STAGES) * 8, (t / STAGES) & 1);

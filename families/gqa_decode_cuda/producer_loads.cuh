@@ -138,8 +138,8 @@
       for (int i = 0; i < NRP; ++i) {
         const int bytes = full || RPI * i < left ? 16 : 0;
         const int64_t off = static_cast<int64_t>(pg[i]) * (HKV * D * 2);
-        cp_async_kv(ks + RPI * i * ROWB, kb + off, bytes);
-        cp_async_kv(vs + RPI * i * ROWB, vb + off, bytes);
+        cp_async_16_hint<KA_L2_PREFETCH>(ks + RPI * i * ROWB, kb + off, bytes);
+        cp_async_16_hint<KA_L2_PREFETCH>(vs + RPI * i * ROWB, vb + off, bytes);
       }
     };
     auto tile_full = [&](int u) { return ce_load - (cs + u * T) >= T; };  // u < ntiles: whole tile in range

@@ -109,27 +109,10 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
   // A-operand address of Q k-step kk for this lane (ldmatrix x4: matrices rows 0-7/8-15, k 0-7/8-15).
   const uint32_t q_base = smem_u32(qs_smem + (warp * 16 + (lane & 15)) * ROWB + (lane >> 4) * 16);
 #if KA_MMA
-  // O += P V for one tile: B = V rows 16kt .. 16kt+15 (2 groups of 8 rows, SBO 1024), N = D across
-  // the column blocks (LBO = T*128 bytes apart), MN-major; A = P from registers, pa[kt] the
-  // fragment of k-step kt (keys 16kt .. 16kt+15, see to_frags).
-  auto pv_descs = [&](const unsigned char* vsm, uint64_t(&dv)[KT]) {
-    const uint64_t v0 = sw128_desc(smem_u32(vsm), T * 128);
-#pragma unroll
-    for (int kt = 0; kt < KT; ++kt) dv[kt] = desc_at(v0, kt * 16 * 128);
-  };
+  // O += P V for one tile (see pv_descs).
   auto pv_issue = [&](const uint32_t(&pa)[KT][4], const uint64_t(&dv)[KT]) {
 #pragma unroll
     for (int kt = 0; kt < KT; ++kt) wgmma_rs_tb<D>(o, pa[kt], dv[kt]);
-  };
-  // The S accumulator layout of two n8 blocks is the A fragment layout of one k16 step.
-  auto to_frags = [](const uint32_t(&pk)[NTT][2], uint32_t(&pa)[KT][4]) {
-#pragma unroll
-    for (int kt = 0; kt < KT; ++kt) {
-      pa[kt][0] = pk[2 * kt][0];
-      pa[kt][1] = pk[2 * kt][1];
-      pa[kt][2] = pk[2 * kt + 1][0];
-      pa[kt][3] = pk[2 * kt + 1][1];
-    }
   };
 #endif
 #if KA_OVERLAP
@@ -175,19 +158,12 @@ __device__ __forceinline__ void do_tile(const Params& p, unsigned char* smem, in
         dk[kk] = desc_at(k0d, (kk >> 2) * T * 128 + (kk & 3) * 32);
       }
 #if KA_OVERLAP
-      // P V of tile t-1; at t = 0 a P of zeros times the zero block, so that every iteration issues
-      // the same wgmmas (ptxas serializes a pipelined loop whose wgmmas sit under a branch, or whose
-      // A registers are defined before the loop).
+      // P V of tile t-1; at t = 0 one of zeros (pv_of_zeros)
       uint64_t dv[KT];
-      if (t > 0) {
+      if (t > 0)
         pv_descs(stages + ((t - 1) % STAGES) * STAGE_BYTES + T * ROWB, dv);
-      } else {
-#pragma unroll
-        for (int kt = 0; kt < KT; ++kt) {
-          dv[kt] = sw128_desc(smem_u32(zero_blk), 16 * 128);
-          pa_prev[kt][0] = pa_prev[kt][1] = pa_prev[kt][2] = pa_prev[kt][3] = 0u;
-        }
-      }
+      else
+        pv_of_zeros(zero_blk, dv, pa_prev);
 #endif
       wgmma_fence();
 #pragma unroll

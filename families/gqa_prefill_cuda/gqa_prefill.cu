@@ -169,12 +169,9 @@
 #include <climits>
 #include <cstdint>
 
-#if !defined(KA_NUM_QO_HEADS) || !defined(KA_NUM_KV_HEADS) || !defined(KA_HEAD_DIM) || !defined(KA_PAGED) || \
-    !defined(KA_MASKED_ROW_ZERO) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) ||        \
-    !defined(KA_ORDER) || !defined(KA_Q_IN_SMEM) || !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_OVERLAP) || \
-    !defined(KA_WS) || !defined(KA_PINGPONG) || !defined(KA_QREG)
-#error "gqa_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
-#endif
+KA_REQUIRE_DEFINES("gqa_prefill_cuda", KA_NUM_QO_HEADS, KA_NUM_KV_HEADS, KA_HEAD_DIM, KA_PAGED, KA_MASKED_ROW_ZERO,
+                   KA_WARPS, KA_KV_TILE, KA_STAGES, KA_ORDER, KA_Q_IN_SMEM, KA_PERSIST, KA_MMA, KA_OVERLAP, KA_WS,
+                   KA_PINGPONG, KA_QREG);
 #ifndef KA_QBUFS
 #define KA_QBUFS 1  // knobs added later: their defaults are the behaviour before them
 #endif
@@ -280,6 +277,34 @@ __device__ __forceinline__ uint64_t desc_at(uint64_t d, uint32_t off) {
   const uint32_t lo = static_cast<uint32_t>(d) + (off >> 4), hi = static_cast<uint32_t>(d >> 32);
   return (static_cast<uint64_t>(hi) << 32) | lo;
 }
+// O += P V for one tile: B = V rows 16kt .. 16kt+15 (2 groups of 8 rows, SBO 1024), N = D across
+// the column blocks (LBO = T*128 bytes apart), MN-major; A = P from registers, pa[kt] the
+// fragment of k-step kt (keys 16kt .. 16kt+15, see to_frags). The B descriptors of the V rows at vsm:
+__device__ __forceinline__ void pv_descs(const unsigned char* vsm, uint64_t (&dv)[KT]) {
+  const uint64_t v0 = sw128_desc(smem_u32(vsm), T * 128);
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) dv[kt] = desc_at(v0, kt * 16 * 128);
+}
+// OVERLAP's P V before the first tile: a P of zeros times the zero block, so that every iteration
+// issues the same wgmmas (ptxas serializes a pipelined loop whose wgmmas sit under a branch, or
+// whose A registers are defined before the loop).
+__device__ __forceinline__ void pv_of_zeros(const unsigned char* zero_blk, uint64_t (&dv)[KT], uint32_t (&pa)[KT][4]) {
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+    dv[kt] = sw128_desc(smem_u32(zero_blk), 16 * 128);
+    pa[kt][0] = pa[kt][1] = pa[kt][2] = pa[kt][3] = 0u;
+  }
+}
+// The S accumulator layout of two n8 blocks is the A fragment layout of one k16 step.
+__device__ __forceinline__ void to_frags(const uint32_t (&pk)[NTT][2], uint32_t (&pa)[KT][4]) {
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+    pa[kt][0] = pk[2 * kt][0];
+    pa[kt][1] = pk[2 * kt][1];
+    pa[kt][2] = pk[2 * kt + 1][0];
+    pa[kt][3] = pk[2 * kt + 1][1];
+  }
+}
 #endif
 
 __device__ __forceinline__ int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
@@ -332,12 +357,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_prefill_kernel(Params p) {
     if (p.B > 1 && p.B <= MAXB_SORT) {  // (one sequence: the order is ORDER 1's, no index reads)
       float* cost = reinterpret_cast<float*>(qs_smem + Q_REGION);
       int* order = reinterpret_cast<int*>(cost + MAXB_SORT);
-      for (int b = tid; b < p.B; b += NT) {
-        const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
-        const int kl = __ldg(p.kv_indptr + b + 1) - __ldg(p.kv_indptr + b);
-        cost[b] = causal_cost(ql, kl);
-      }
-      order_by_cost(cost, order, p.B, tid, NT);
+      order_by_causal_cost(p.qo_indptr, p.kv_indptr, p.B, cost, order, tid, NT);
       ord = order;
     }
   }
@@ -369,11 +389,7 @@ __global__ void __launch_bounds__(NTHREADS) gqa_prefill_kernel(Params p) {
 #endif  // KA_WS
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
-struct State {
-  bool init = false;
-  int sms = 132, occ = 1;
-};
-State g_state;
+FitOnce g_fit;
 
 inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::TensorArg& v, const ka::TensorArg& qo_indptr,
                    const ka::TensorArg& kv_indptr, const ka::TensorArg* kv_indices, double sm_scale,
@@ -382,16 +398,10 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
   const int64_t B = qo_indptr.size(0) - 1;
   if (total_q <= 0 || B < 0) return;
   if (!(sm_scale > 0.0)) {  // the row maxima are taken over unscaled scores (softmax_tile)
-    cudaMemsetAsync(output.data, 0xff, static_cast<size_t>(total_q) * HQ * D * 2);
-    cudaMemsetAsync(lse.data, 0xff, static_cast<size_t>(total_q) * HQ * 4);
+    fill_attention_nan(output, lse, total_q * HQ, D);
     return;
   }
-  if (!g_state.init) {
-    const KernelFit fit = fit_kernel(gqa_prefill_kernel, NTHREADS, SMEM_BYTES);
-    g_state.sms = fit.sms;
-    g_state.occ = fit.occ;
-    g_state.init = true;
-  }
+  const KernelFit& fit = g_fit(gqa_prefill_kernel, NTHREADS, SMEM_BYTES);
   Params p{};
   p.q = static_cast<const uint16_t*>(q.data);
   p.k = static_cast<const uint16_t*>(k.data);
@@ -399,20 +409,15 @@ inline void launch(const ka::TensorArg& q, const ka::TensorArg& k, const ka::Ten
   p.qo_indptr = static_cast<const int*>(qo_indptr.data);
   p.kv_indptr = static_cast<const int*>(kv_indptr.data);
   p.indices = kv_indices ? static_cast<const int*>(kv_indices->data) : nullptr;
-  p.out = static_cast<uint16_t*>(output.data);
-  p.lse = static_cast<float*>(lse.data);
-  p.B = static_cast<int>(B);
+  bind_attention_outputs(p, output, lse, B, sm_scale);
   p.total_q = static_cast<int>(total_q);
   p.num_rows = static_cast<int>(k.size(0));
-  p.scale_log2 = static_cast<float>(sm_scale * 1.4426950408889634);
-  // Upper bound of the query tiles (from shapes only): the leading rows, plus per sequence
-  // ceil(ql / QT) <= ql / QT + 1.
-  const int64_t tiles = (total_q + QT - 1) / QT + B + 1;
+  const int64_t tiles = prefill_tile_bound(total_q, B, QT);
   p.tiles = static_cast<int>(tiles);
   if (KA_PERSIST == 0) {
     KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(tiles), HKV), dim3(NTHREADS), SMEM_BYTES, p);
   } else {
-    int64_t ctas = static_cast<int64_t>(g_state.sms) * g_state.occ;
+    int64_t ctas = static_cast<int64_t>(fit.sms) * fit.occ;
     if (ctas > tiles * HKV) ctas = tiles * HKV;
     KA_LAUNCH(gqa_prefill_kernel, dim3(static_cast<unsigned>(ctas)), dim3(NTHREADS), SMEM_BYTES, p);
   }

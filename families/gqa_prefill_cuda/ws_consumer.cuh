@@ -12,20 +12,6 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
   const int wg = warp >> 2;
   if (wg == NWG - 1) named_arrive(2, 256);  // warpgroup 0 takes the first turn
 #endif
-  auto pv_descs = [&](const unsigned char* vsm, uint64_t(&dv)[KT]) {
-    const uint64_t v0 = sw128_desc(smem_u32(vsm), T * 128);
-#pragma unroll
-    for (int kt = 0; kt < KT; ++kt) dv[kt] = desc_at(v0, kt * 16 * 128);
-  };
-  auto to_frags = [](const uint32_t(&pk)[NTT][2], uint32_t(&pa)[KT][4]) {
-#pragma unroll
-    for (int kt = 0; kt < KT; ++kt) {
-      pa[kt][0] = pk[2 * kt][0];
-      pa[kt][1] = pk[2 * kt][1];
-      pa[kt][2] = pk[2 * kt + 1][0];
-      pa[kt][3] = pk[2 * kt + 1][1];
-    }
-  };
   int it = 0, nql = 0;  // K/V tiles and Q tiles consumed so far
 #if KA_OVERLAP
   // P V of the ring's last tile (tile it - 1: an item's last) alone, NK k-steps, waited for; its V
@@ -161,15 +147,10 @@ __device__ __forceinline__ void ws_consumer(const Params& p, unsigned char* smem
 #endif
 #if KA_OVERLAP
         uint64_t dv[KT];
-        if (pv_prev) {
+        if (pv_prev)
           pv_descs(stages + sp * STAGE_BYTES + T * ROWB, dv);
-        } else {
-#pragma unroll
-          for (int kt = 0; kt < KT; ++kt) {
-            dv[kt] = sw128_desc(smem_u32(zero_blk), 16 * 128);
-            pa_prev[kt][0] = pa_prev[kt][1] = pa_prev[kt][2] = pa_prev[kt][3] = 0u;
-          }
-        }
+        else
+          pv_of_zeros(zero_blk, dv, pa_prev);
 #endif
 #if KA_PINGPONG
         named_sync(2 + wg, 256);  // this warpgroup's turn

@@ -72,24 +72,18 @@
 #include <kernelarc/device/mma.cuh>
 #include <kernelarc/device/paged.cuh>
 #include <kernelarc/device/softmax.cuh>
+#include <kernelarc/device/sync.cuh>
 #include <kernelarc/device/trace.cuh>
 #include <kernelarc/device/wgmma.cuh>
 
 #include <climits>
 #include <cstdint>
 
-#if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_WARPS) || \
-    !defined(KA_TILE) || !defined(KA_STAGES) || !defined(KA_SPLIT_TOKENS) || !defined(KA_WAVES) ||              \
-    !defined(KA_FUSED_MERGE) || !defined(KA_NO_SPLIT_BELOW) || !defined(KA_L2_PREFETCH) || !defined(KA_MMA) || \
-    !defined(KA_EARLY)
-#error "mla_decode_cuda: the problem defines and knobs must be defined (KernelArc does this)"
-#endif
-#if defined(KA_PAGE_SIZE) && KA_PAGE_SIZE != 1
-#error "mla_decode_cuda: page_size must be 1"
-#endif
+KA_REQUIRE_DEFINES("mla_decode_cuda", KA_PAGE_SIZE, KA_NUM_QO_HEADS, KA_HEAD_DIM_CKV, KA_HEAD_DIM_KPE, KA_WARPS,
+                   KA_TILE, KA_STAGES, KA_SPLIT_TOKENS, KA_WAVES, KA_FUSED_MERGE, KA_NO_SPLIT_BELOW, KA_L2_PREFETCH,
+                   KA_MMA, KA_EARLY);
 
-// Everything but the entry has internal linkage: a judge worker keeps earlier candidates loaded
-// (RTLD_LOCAL), and vague-linkage objects would otherwise be merged across them.
+// Internal linkage for everything but the entry (as in gqa_decode_cuda, which says why).
 namespace ka_mla {
 namespace {
 
@@ -118,6 +112,7 @@ constexpr int IDX_BYTES = STAGES * T * 4;  // ring of page ids, one tile per slo
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SX_BYTES + 16 + IDX_BYTES;
 constexpr float kNegInf = -__builtin_huge_valf();
 
+static_assert(KA_PAGE_SIZE == 1, "page_size must be 1");
 static_assert(H == 16, "num_qo_heads must be 16 (the rows of an mma tile)");
 static_assert(DC % 128 == 0 && DP % 16 == 0 && DC % (16 * W) == 0 && (DC / W) % 16 == 0, "head dims");
 static_assert(NT % CCH == 0 && PCH <= CCH, "WARPS");
@@ -127,14 +122,6 @@ static_assert(KA_MMA || SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB");
 
 // ── primitives (the device layer, kernelarc/device/) ───────────────────────────────────────────
 using namespace ka_dev;
-// One 16-byte row chunk, with the L2 prefetch hint of L2_PREFETCH.
-__device__ __forceinline__ void cp_async_kv(uint32_t dst, const void* src, int src_bytes) {
-#if KA_L2_PREFETCH == 256
-  cp_async_16_l2_256(dst, src, src_bytes);
-#else
-  cp_async_16(dst, src, src_bytes);
-#endif
-}
 #if KA_MMA
 // S^T += K · Q^T: A (the K tile) and B (Q) from descriptors, both K-major.
 __device__ __forceinline__ void wgmma_s16(float (&d)[2][4], uint64_t da, uint64_t db) {
@@ -190,6 +177,79 @@ __device__ __forceinline__ void merge_rows(const Params& p, int b, int h0, int h
   }
 }
 
+using KvIds = PageIds<T, NR, RPP, STAGES>;
+using Rows = KvIds::Rows;
+
+// A thread's share of a tile's loads: ckv chunk lcol = tid % CCH of rows lrow + i*RPP (lrow =
+// tid / CCH), and the kpe chunk of the same index when lcol < PCH; a warp covers 512 contiguous
+// bytes of a row. The base pointers are formed once, so a row costs one multiply and two adds.
+struct RowLoads {
+  int lcol, lrow;
+  const unsigned char* cbase;
+  const unsigned char* pbase;
+  __device__ __forceinline__ RowLoads(const Params& p, int tid)
+      : lcol(tid % CCH), lrow(tid / CCH), cbase(reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8)),
+        pbase(reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8)) {}
+  // The rows r of a tile into the stage at st; chunk_off(row, c): where the stage keeps 16-byte
+  // chunk c (ckv, then kpe) of a row.
+  template <typename ChunkOff>
+  __device__ __forceinline__ void issue(uint32_t st, const Rows& r, ChunkOff chunk_off) const {
+#pragma unroll
+    for (int i = 0; i < NR; ++i) {
+      const int bytes = i * RPP < r.left ? 16 : 0;
+      const int64_t page = r.page[i];
+      const int row = lrow + i * RPP;
+      cp_async_16_hint<KA_L2_PREFETCH>(st + chunk_off(row, lcol), cbase + page * (DC * 2), bytes);
+      if (lcol < PCH) cp_async_16_hint<KA_L2_PREFETCH>(st + chunk_off(row, CCH + lcol), pbase + page * (DP * 2), bytes);
+    }
+  }
+};
+
+// Sequence b has no KV: zeros and lse -inf (threads tid, tid + NT, ... of the CTA).
+__device__ __forceinline__ void write_empty_seq(const Params& p, int b, int tid) {
+  uint32_t* ob = reinterpret_cast<uint32_t*>(p.out + static_cast<int64_t>(b) * H * DC);
+  for (int i = tid; i < H * DC / 2; i += NT) ob[i] = 0u;
+  if (tid < H) p.lse[static_cast<int64_t>(b) * H + tid] = kNegInf;
+}
+
+// FUSED_MERGE, after this CTA's partial of the current sequence: the sequence's last CTA to
+// arrive merges its partials (the counter is left zeroed for the next launch).
+__device__ __forceinline__ void merge_if_last(const Params& p, const KvSegments& seg, int* flag, int tid) {
+  __syncthreads();  // every thread's partial writes, before thread 0 counts this CTA as done
+  if (tid == 0) *flag = last_arrival(p.counters + seg.cur_b, seg.seq_chunks(p.chunk));
+  __syncthreads();  // the flag visible to every thread
+  if (*flag) {
+    merge_rows(p, seg.cur_b, 0, H, tid, NT);
+    if (tid == 0) p.counters[seg.cur_b] = 0;
+  }
+}
+
+// Partial scores s[N][4] of NP warps (or warpgroups) summed through shared memory sx
+// ([NP][N][L] float4, L threads each; i: this thread's index among them), in the same order in
+// every one of them: every one gets the same sums.
+template <int NP, int N, int L>
+__device__ __forceinline__ void sum_partial_scores(float (&s)[N][4], float4* sx, int self, int i) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) sx[(self * N + j) * L + i] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    float4 a = sx[j * L + i];
+#pragma unroll
+    for (int w = 1; w < NP; ++w) {
+      const float4 b = sx[(w * N + j) * L + i];
+      a.x += b.x;
+      a.y += b.y;
+      a.z += b.z;
+      a.w += b.w;
+    }
+    s[j][0] = a.x;
+    s[j][1] = a.y;
+    s[j][2] = a.z;
+    s[j][3] = a.w;
+  }
+}
+
 // One CTA per (sequence, head): merges the partials of a split sequence.
 // KA_TRACE (a diagnostic build, never a KernelArc candidate: bench/tools/attention_selftest.py --trace
 // adds -DKA_TRACE; kernelarc/trace.h): thread 0 of each CTA records when it entered, when its first
@@ -218,12 +278,8 @@ constexpr int KERNEL_SMEM = SMEM_BYTES;
 #endif
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
-struct State {
-  bool init = false;
-  int sms = 132, occ = 1;
-  DeviceScratch partials, counters;  // split-KV partials (fp32 O and lse); the fused merge's counters
-};
-State g_state;
+FitOnce g_fit;
+SplitKvWorkspace g_work;
 
 inline void launch(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::TensorArg& ckv_cache,
                    const ka::TensorArg& kpe_cache, const ka::TensorArg& kv_indptr, const ka::TensorArg& kv_indices,
@@ -231,13 +287,7 @@ inline void launch(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const
   const int64_t B = q_nope.size(0);
   if (B <= 0) return;
   const int64_t N = kv_indices.ndim >= 1 ? kv_indices.size(0) : 0;
-  State& st = g_state;
-  if (!st.init) {
-    const KernelFit fit = fit_kernel(mla_decode_kernel, NT, KERNEL_SMEM);
-    st.sms = fit.sms;
-    st.occ = fit.occ;
-    st.init = true;
-  }
+  const KernelFit& fit = g_fit(mla_decode_kernel, NT, KERNEL_SMEM);
   Params p{};
   p.qn = static_cast<const uint16_t*>(q_nope.data);
   p.qp = static_cast<const uint16_t*>(q_pe.data);
@@ -245,28 +295,18 @@ inline void launch(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const
   p.kpe = static_cast<const uint16_t*>(kpe_cache.data);
   p.indptr = static_cast<const int*>(kv_indptr.data);
   p.indices = static_cast<const int*>(kv_indices.data);
-  p.out = static_cast<uint16_t*>(output.data);
-  p.lse = static_cast<float*>(lse.data);
-  p.B = static_cast<int>(B);
+  bind_attention_outputs(p, output, lse, B, sm_scale);
   p.N = static_cast<int>(N);
   p.num_pages = static_cast<int>(ckv_cache.size(0));
-  p.scale_log2 = static_cast<float>(sm_scale * 1.4426950408889634);
 
   const bool split = KA_SPLIT_TOKENS > 0;
-  const KvSplit sp = plan_kv_split(B, N, 1, T, KA_SPLIT_TOKENS, KA_NO_SPLIT_BELOW, KA_WAVES, st.sms, st.occ);
+  const KvSplit sp = plan_kv_split(B, N, 1, T, KA_SPLIT_TOKENS, KA_NO_SPLIT_BELOW, KA_WAVES, fit.sms, fit.occ);
   p.chunk = sp.chunk;
   p.nchunks = sp.nchunks;
   const int64_t grid = static_cast<int64_t>(p.nchunks);
-  if (split && p.nchunks > 1) {
-    const size_t part = static_cast<size_t>(p.nchunks) * 2 * H;
-    if (!st.partials.reserve(part * (DC + 1) * sizeof(float) + 256, false)) return;
-    p.part_o = static_cast<float*>(st.partials.ptr);
-    p.part_lse = p.part_o + part * DC;
-    if (KA_FUSED_MERGE) {
-      if (!st.counters.reserve((static_cast<size_t>(B)) * sizeof(int), true)) return;
-      p.counters = static_cast<int*>(st.counters.ptr);
-    }
-  }
+  // partials: two slots per chunk and head
+  if (split && p.nchunks > 1 && !g_work.bind(p, static_cast<size_t>(p.nchunks) * 2 * H, DC, B, KA_FUSED_MERGE))
+    return;
 #ifdef KA_TRACE
   ka_trace::set_grid(grid);
 #endif

@@ -11,50 +11,19 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int unit = blockIdx.x;
-  const bool seq_mode = p.chunk == 0;
-  const int* __restrict__ ip = p.indptr;
+  const KvRange<T> kv(p.indptr, unit, p.chunk, p.N);  // this CTA's token range and its tiles
 
-  int cs, ce;
-  const int ntiles = cta_kv_range<T>(ip, unit, p.chunk, p.N, cs, ce);  // (and the trace's tile count)
-
-  // Loads: thread tid copies ckv chunk (tid % CCH) of rows tid/CCH + i*RPP, and the kpe chunk of
-  // the same index when tid % CCH < PCH; a warp covers 512 contiguous bytes of a row.
-  const int lcol = tid % CCH, lrow = tid / CCH;
-  // The page ids travel one pipeline depth ahead of their tile through idx_ring, as in
-  // gqa_decode_cuda (see there): the group of tile u also brings the ids of tile u + STAGES-1.
-  // The issue per row is as cheap as there too: base pointers formed once, one unsigned min per
-  // id, rows past the range's end known from one count (zero-filled; no pages: none valid).
-  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, cs, ce, p.num_pages, lrow, tid);
-  using Rows = PageIds<T, NR, RPP, STAGES>::Rows;
-  const int ce_load = ids.ce_load;
-  const unsigned char* const cbase = reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8);
-  const unsigned char* const pbase = reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8);
+  // Loads (RowLoads), each row at its padded place; the page ids travel one pipeline depth ahead
+  // of their tile through idx_ring (PageIds).
+  const RowLoads ld(p, tid);
+  const KvIds ids(p.indices, idx_ring, kv, p.num_pages, ld.lrow, tid);
   auto issue = [&](int stage, const Rows& r) {
-    const uint32_t st = smem_u32(stages + stage * STAGE_BYTES + lrow * ROWB + lcol * 16);
-#pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int bytes = i * RPP < r.left ? 16 : 0;
-      const int64_t page = r.page[i];
-      cp_async_kv(st + i * RPP * ROWB, cbase + page * (DC * 2), bytes);
-      if (lcol < PCH) cp_async_kv(st + i * RPP * ROWB + 2 * DC, pbase + page * (DP * 2), bytes);
-    }
+    ld.issue(smem_u32(stages + stage * STAGE_BYTES), r, [](int row, int c) { return row * ROWB + c * 16; });
   };
 
-  Rows rows;
-  {
-    Rows pre[STAGES - 1];
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s)
-      if (s < ntiles) ids.load(s, pre[s]);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < ntiles) issue(s, pre[s]);
-      ids.prefetch(s + STAGES - 1);
-      cp_async_commit();
-    }
-  }
+  ids.start(kv.ntiles, issue);  // the first STAGES-1 tiles in flight
 
-  KvSegments seg(ip, p.B, unit, p.nchunks, cs, ce, seq_mode, lane);  // the sequences of the range, in order
+  KvSegments seg(p.indptr, p.B, unit, p.nchunks, kv, lane);  // the sequences of the range, in order
 
   // This warp's k-steps of the score ([ks0, ks0 + nks)) and output dims ([warp*DW, +DW)).
   const int ks0 = warp * KS_ALL / W;
@@ -70,8 +39,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   auto reset_state = [&]() {
     m0 = m1 = kNegInf;
     l0 = l1 = e0 = e1 = 0.f;
-#pragma unroll
-    for (int n = 0; n < NTO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    zero_acc(o);
   };
   auto load_q = [&](int b) {
     const uint16_t* qn = p.qn + static_cast<int64_t>(b) * H * DC;
@@ -96,13 +64,8 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
       }
     }
   };
-  auto write_empty = [&](int b) {
-    uint32_t* ob = reinterpret_cast<uint32_t*>(p.out + static_cast<int64_t>(b) * H * DC);
-    for (int i = tid; i < H * DC / 2; i += NT) ob[i] = 0u;
-    if (tid < H) p.lse[static_cast<int64_t>(b) * H + tid] = kNegInf;
-  };
   auto advance = [&](int b) -> bool {
-    if (!seg.advance(b, write_empty)) return false;
+    if (!seg.advance(b, [&](int e) { write_empty_seq(p, e, tid); })) return false;
     load_q(seg.cur_b);
     reset_state();
     return true;
@@ -129,59 +92,19 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
         }
       }
     }
-#pragma unroll
-    for (int j = 0; j < NTT; ++j) sx[(warp * NTT + j) * 32 + lane] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < NTT; ++j) {
-      float4 a = sx[j * 32 + lane];
-#pragma unroll
-      for (int w = 1; w < W; ++w) {
-        const float4 b = sx[(w * NTT + j) * 32 + lane];
-        a.x += b.x;
-        a.y += b.y;
-        a.z += b.z;
-        a.w += b.w;
-      }
-      s[j][0] = a.x;
-      s[j][1] = a.y;
-      s[j][2] = a.z;
-      s[j][3] = a.w;
-    }
+    sum_partial_scores<W, NTT, 32>(s, sx, warp, lane);
     // Scale, mask tokens outside [lo, hi), online softmax (rows r0 and r1).
-    float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-    for (int j = 0; j < NTT; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int pos = ts + 8 * j + cq + e;
-        const bool ok = pos >= lo && pos < hi;
-        s[j][e] = ok ? s[j][e] * p.scale_log2 : kNegInf;
-        s[j][2 + e] = ok ? s[j][2 + e] * p.scale_log2 : kNegInf;
-        mx0 = fmaxf(mx0, s[j][e]);
-        mx1 = fmaxf(mx1, s[j][2 + e]);
-      }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float mu0 = mn0 == kNegInf ? 0.f : mn0, mu1 = mn1 == kNegInf ? 0.f : mn1;
-    const float a0 = exp2f(m0 - mu0), a1 = exp2f(m1 - mu1);
-    m0 = mn0;
-    m1 = mn1;
+    float mx0, mx1;
+    scale_mask_scores(s, p.scale_log2, ts + cq, lo, hi, mx0, mx1);
+    float mu0, a0, mu1, a1;
+    decode_row_max(m0, mx0, mu0, a0);
+    decode_row_max(m1, mx1, mu1, a1);
     uint32_t pk[NTT][2];
     float ls0 = 0.f, ls1 = 0.f, es0 = 0.f, es1 = 0.f;
 #pragma unroll
     for (int j = 0; j < NTT; ++j) {
-      const float p00 = exp2f(s[j][0] - mu0), p01 = exp2f(s[j][1] - mu0);
-      const float p10 = exp2f(s[j][2] - mu1), p11 = exp2f(s[j][3] - mu1);
-      pk[j][0] = pack_bf16(p00, p01);
-      pk[j][1] = pack_bf16(p10, p11);
-      ls0 += bf_lo(pk[j][0]) + bf_hi(pk[j][0]);
-      ls1 += bf_lo(pk[j][1]) + bf_hi(pk[j][1]);
-      es0 += p00 + p01;
-      es1 += p10 + p11;
+      pk[j][0] = decode_p_pair(s[j][0], s[j][1], mu0, ls0, es0);
+      pk[j][1] = decode_p_pair(s[j][2], s[j][3], mu1, ls1, es1);
     }
     l0 = l0 * a0 + ls0;
     l1 = l1 * a1 + ls1;
@@ -211,7 +134,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     e1 += __shfl_xor_sync(0xffffffffu, e1, 2);
     const float i0 = 1.f / l0, i1 = 1.f / l1;
     const float lse0 = m0 + log2f(e0), lse1 = m1 + log2f(e1);
-    const bool full = seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
+    const bool full = kv.seq_mode || (seg.seq_s >= kv.cs && seg.seq_e <= kv.ce);
     const int d0 = warp * DW + cq;
     if (full) {
       uint16_t* ob = p.out + static_cast<int64_t>(seg.cur_b) * H * DC;
@@ -225,8 +148,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
         p.lse[static_cast<int64_t>(seg.cur_b) * H + r1] = lse1;
       }
     } else {
-      const int slot = seg.seg_s == cs ? 0 : 1;
-      const int64_t pidx = static_cast<int64_t>(unit) * 2 + slot;
+      const int64_t pidx = static_cast<int64_t>(unit) * 2 + (seg.seg_s == kv.cs ? 0 : 1);
       float* po = p.part_o + pidx * H * DC;
 #pragma unroll
       for (int n = 0; n < NTO; ++n) {
@@ -237,51 +159,24 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
         p.part_lse[pidx * H + r0] = lse0;
         p.part_lse[pidx * H + r1] = lse1;
       }
-      if (KA_FUSED_MERGE) {
-        __threadfence();  // this thread's partial writes, visible device-wide before the count
-        __syncthreads();
-        if (tid == 0) {
-          const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
-          __threadfence();  // release: the CTA's partials (ordered before by the barrier) before the count
-          const int old = atomicAdd(p.counters + seg.cur_b, 1);
-          __threadfence();  // acquire: the other CTAs' partials, read below with ld.global.cg
-          *flag = old == n_b - 1;
-        }
-        __syncthreads();
-        if (*flag) {
-          merge_rows(p, seg.cur_b, 0, H, tid, NT);
-          if (tid == 0) p.counters[seg.cur_b] = 0;  // ready for the next launch
-        }
-      }
+      if (KA_FUSED_MERGE) merge_if_last(p, seg, flag, tid);
     }
     __syncthreads();  // sx and flag are reused by the next segment
   };
 
   bool have = advance(seg.cur_b);
-  for (int t = 0; t < ntiles && have; ++t) {
+  for (int t = 0; t < kv.ntiles && have; ++t) {
     cp_async_wait_n<STAGES - 2>();
     __syncthreads();  // tile t landed for every thread; every warp is done with tile t-1
     if (t == 0) trace_at(1);
-    if (t == ntiles - 1) trace_at(2);
-    {
-      const int u = t + STAGES - 1;
-      if (u < ntiles) {
-        ids.from_ring(u, rows);
-        issue(u % STAGES, rows);
-      }
-      ids.prefetch(u + STAGES - 1);
-      cp_async_commit();
-    }
-    const int ts = cs + t * T, te = imin(ts + T, ce);
+    if (t == kv.ntiles - 1) trace_at(2);
+    ids.issue_next(t + STAGES - 1, kv.ntiles, issue);
+    const int ts = kv.tile_start(t), te = kv.tile_end(t);
     const int stage = t % STAGES;
-    while (true) {
-      const int lo = imax(seg.seg_s, ts), hi = imin(seg.seg_e, te);
-      if (lo < hi) cta_tile(stage, ts, lo, hi);
-      if (seg.seg_e > te) break;
+    seg.walk(ts, te, have, [&](int lo, int hi) { cta_tile(stage, ts, lo, hi); }, [&] {
       finalize();
-      have = advance(seg.cur_b + 1);
-      if (!have) break;
-    }
+      return advance(seg.cur_b + 1);
+    });
   }
   cp_async_wait_n<0>();
   trace_at(3);

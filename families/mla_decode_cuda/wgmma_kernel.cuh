@@ -56,48 +56,18 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
   const int wg = warp >> 2, wq = warp & 3, wtid = tid & 127;
   const int g = lane >> 2, q = lane & 3;
   const int unit = blockIdx.x;
-  const bool seq_mode = p.chunk == 0;
-  const int* __restrict__ ip = p.indptr;
+  const KvRange<T> kv(p.indptr, unit, p.chunk, p.N);  // this CTA's token range and its tiles
 
-  int cs, ce;
-  const int ntiles = cta_kv_range<T>(ip, unit, p.chunk, p.N, cs, ce);  // (and the trace's tile count)
-
-  // Loads: as MMA=0 (thread tid copies ckv chunk tid % CCH of rows tid/CCH + i*RPP, and kpe chunk
-  // tid % CCH of the same rows when tid % CCH < PCH), each chunk to its swizzled place.
-  const int lcol = tid % CCH, lrow = tid / CCH;
-  const PageIds<T, NR, RPP, STAGES> ids(p.indices, idx_ring, cs, ce, p.num_pages, lrow, tid);
-  using Rows = PageIds<T, NR, RPP, STAGES>::Rows;
-  const unsigned char* const cbase = reinterpret_cast<const unsigned char*>(p.ckv + lcol * 8);
-  const unsigned char* const pbase = reinterpret_cast<const unsigned char*>(p.kpe + lcol * 8);
+  // Loads: as MMA=0 (RowLoads), each chunk to its swizzled place.
+  const RowLoads ld(p, tid);
+  const KvIds ids(p.indices, idx_ring, kv, p.num_pages, ld.lrow, tid);
   auto issue = [&](int stage, const Rows& r) {
-    const uint32_t st = smem_u32(stages + stage * WSTAGE);
-#pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int bytes = i * RPP < r.left ? 16 : 0;
-      const int64_t page = r.page[i];
-      const int row = lrow + i * RPP;
-      cp_async_kv(st + sw_off(row, lcol, T), cbase + page * (DC * 2), bytes);
-      if (lcol < PCH) cp_async_kv(st + sw_off(row, CCH + lcol, T), pbase + page * (DP * 2), bytes);
-    }
+    ld.issue(smem_u32(stages + stage * WSTAGE), r, [](int row, int c) { return sw_off(row, c, T); });
   };
 
-  Rows rows;
-  {
-    Rows pre[STAGES - 1];
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s)
-      if (s < ntiles) ids.load(s, pre[s]);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < ntiles) issue(s, pre[s]);
-#if !KA_EARLY
-      ids.prefetch(s + STAGES - 1);
-#endif
-      cp_async_commit();
-    }
-  }
+  ids.start<!KA_EARLY>(kv.ntiles, issue);  // the first STAGES-1 tiles in flight (EARLY: no id ring)
 
-  KvSegments seg(ip, p.B, unit, p.nchunks, cs, ce, seq_mode, lane);  // the sequences of the range, in order
+  KvSegments seg(p.indptr, p.B, unit, p.nchunks, kv, lane);  // the sequences of the range, in order
 
   // Online-softmax state of this thread's 4 heads (c = 2j + e: head 8j + 2q + e), the same in
   // every warpgroup; m: running max, l: this thread's sum of P as rounded to bf16 (its 2 tokens per
@@ -129,13 +99,8 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     fence_proxy_async();  // the generic-proxy stores, before the wgmmas (async proxy) read them
     __syncthreads();
   };
-  auto write_empty = [&](int b) {
-    uint32_t* ob = reinterpret_cast<uint32_t*>(p.out + static_cast<int64_t>(b) * H * DC);
-    for (int i = tid; i < H * DC / 2; i += NT) ob[i] = 0u;
-    if (tid < H) p.lse[static_cast<int64_t>(b) * H + tid] = kNegInf;
-  };
   auto advance = [&](int b) -> bool {
-    if (!seg.advance(b, write_empty)) return false;
+    if (!seg.advance(b, [&](int e) { write_empty_seq(p, e, tid); })) return false;
     load_q(seg.cur_b);
     reset_state();
     return true;
@@ -160,26 +125,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     wgmma_wait_n<0>();
     fence_operands(s);
     if constexpr (NWG > 1) {
-      float4* const sx = reinterpret_cast<float4*>(smem + W_SX_OFF);  // [NWG][2][128]
-#pragma unroll
-      for (int j = 0; j < 2; ++j) sx[(wg * 2 + j) * 128 + wtid] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
-      __syncthreads();
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        float4 a = sx[j * 128 + wtid];  // the same order in every warpgroup: the same sums
-#pragma unroll
-        for (int w2 = 1; w2 < NWG; ++w2) {
-          const float4 b = sx[(w2 * 2 + j) * 128 + wtid];
-          a.x += b.x;
-          a.y += b.y;
-          a.z += b.z;
-          a.w += b.w;
-        }
-        s[j][0] = a.x;
-        s[j][1] = a.y;
-        s[j][2] = a.z;
-        s[j][3] = a.w;
-      }
+      sum_partial_scores<NWG, 2, 128>(s, reinterpret_cast<float4*>(smem + W_SX_OFF), wg, wtid);
     }
     // Scale, mask tokens outside [lo, hi), column maxima.
     const int pos0 = ts + 16 * wq + g, pos1 = pos0 + 8;
@@ -282,7 +228,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
       inv[c] = 1.f / L;
       lse_c[c] = m[c] + log2f(X);
     }
-    const bool full = seq_mode || (seg.seq_s >= cs && seg.seq_e <= ce);
+    const bool full = kv.seq_mode || (seg.seq_s >= kv.cs && seg.seq_e <= kv.ce);
     const int dbase = 64 * wg * MBG + 16 * wq + g;
     if (full) {
       uint16_t* ob = p.out + static_cast<int64_t>(seg.cur_b) * H * DC;
@@ -300,8 +246,7 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
         for (int c = 0; c < 4; ++c) p.lse[static_cast<int64_t>(seg.cur_b) * H + 8 * (c >> 1) + 2 * q + (c & 1)] = lse_c[c];
       }
     } else {
-      const int slot = seg.seg_s == cs ? 0 : 1;
-      const int64_t pidx = static_cast<int64_t>(unit) * 2 + slot;
+      const int64_t pidx = static_cast<int64_t>(unit) * 2 + (seg.seg_s == kv.cs ? 0 : 1);
       float* po = p.part_o + pidx * H * DC;
 #pragma unroll
       for (int mb = 0; mb < MBG; ++mb)
@@ -315,36 +260,22 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) p.part_lse[pidx * H + 8 * (c >> 1) + 2 * q + (c & 1)] = lse_c[c];
       }
-      if (KA_FUSED_MERGE) {
-        __threadfence();  // this thread's partial writes, visible device-wide before the count
-        __syncthreads();
-        if (tid == 0) {
-          const int n_b = (seg.seq_e - 1) / p.chunk - seg.seq_s / p.chunk + 1;
-          __threadfence();
-          const int old = atomicAdd(p.counters + seg.cur_b, 1);
-          __threadfence();
-          *flag = old == n_b - 1;
-        }
-        __syncthreads();
-        if (*flag) {
-          merge_rows(p, seg.cur_b, 0, H, tid, NT);
-          if (tid == 0) p.counters[seg.cur_b] = 0;
-        }
-      }
+      if (KA_FUSED_MERGE) merge_if_last(p, seg, flag, tid);
     }
     __syncthreads();  // red and flag are reused by the next segment
   };
 
   bool have = advance(seg.cur_b);
 #if KA_EARLY
+  Rows rows;
   ids.load(STAGES - 1, rows);  // the pages of the first tile the loop issues, a tile ahead
 #endif
-  for (int t = 0; t < ntiles && have; ++t) {
+  for (int t = 0; t < kv.ntiles && have; ++t) {
 #if KA_EARLY
     __syncthreads();  // every warpgroup is done with tile t-1: its stage takes tile t+STAGES-1 now
     {
       const int u = t + STAGES - 1;
-      if (u < ntiles) issue(u % STAGES, rows);
+      if (u < kv.ntiles) issue(u % STAGES, rows);
       cp_async_commit();
       ids.load(u + 1, rows);  // (used at the next tile: its latency hides behind this one)
     }
@@ -352,33 +283,21 @@ __global__ void __launch_bounds__(NT, 1) mla_decode_kernel(Params p) {
     fence_proxy_async();  // this thread's landed copies (generic proxy), before the wgmmas read them
     __syncthreads();      // tile t landed for every thread
     if (t == 0) trace_at(1);
-    if (t == ntiles - 1) trace_at(2);
+    if (t == kv.ntiles - 1) trace_at(2);
 #else
     cp_async_wait_n<STAGES - 2>();
     fence_proxy_async();  // this thread's landed copies (generic proxy), before the wgmmas read them
     __syncthreads();      // tile t landed for every thread; every warpgroup is done with tile t-1
     if (t == 0) trace_at(1);
-    if (t == ntiles - 1) trace_at(2);
-    {
-      const int u = t + STAGES - 1;
-      if (u < ntiles) {
-        ids.from_ring(u, rows);
-        issue(u % STAGES, rows);
-      }
-      ids.prefetch(u + STAGES - 1);
-      cp_async_commit();
-    }
+    if (t == kv.ntiles - 1) trace_at(2);
+    ids.issue_next(t + STAGES - 1, kv.ntiles, issue);
 #endif
-    const int ts = cs + t * T, te = imin(ts + T, ce);
+    const int ts = kv.tile_start(t), te = kv.tile_end(t);
     const int stage = t % STAGES;
-    while (true) {
-      const int lo = imax(seg.seg_s, ts), hi = imin(seg.seg_e, te);
-      if (lo < hi) cta_tile(stage, ts, lo, hi);
-      if (seg.seg_e > te) break;
+    seg.walk(ts, te, have, [&](int lo, int hi) { cta_tile(stage, ts, lo, hi); }, [&] {
       finalize();
-      have = advance(seg.cur_b + 1);
-      if (!have) break;
-    }
+      return advance(seg.cur_b + 1);
+    });
   }
   cp_async_wait_n<0>();
   trace_at(3);

@@ -116,11 +116,8 @@
 #include <climits>
 #include <cstdint>
 
-#if !defined(KA_NUM_QO_HEADS) || !defined(KA_HEAD_DIM_CKV) || !defined(KA_HEAD_DIM_KPE) || !defined(KA_MASKED_ROW_ZERO) || \
-    !defined(KA_QTOK) || !defined(KA_WARPS) || !defined(KA_KV_TILE) || !defined(KA_STAGES) || !defined(KA_ORDER) || \
-    !defined(KA_PERSIST) || !defined(KA_MMA) || !defined(KA_SAHEAD)
-#error "mla_prefill_cuda: the problem defines and knobs must be defined (KernelArc does this)"
-#endif
+KA_REQUIRE_DEFINES("mla_prefill_cuda", KA_NUM_QO_HEADS, KA_HEAD_DIM_CKV, KA_HEAD_DIM_KPE, KA_MASKED_ROW_ZERO, KA_QTOK,
+                   KA_WARPS, KA_KV_TILE, KA_STAGES, KA_ORDER, KA_PERSIST, KA_MMA, KA_SAHEAD);
 
 namespace ka_mlap {
 namespace {
@@ -373,12 +370,7 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
       float* cost = reinterpret_cast<float*>(inv_smem + M);
       int* order = reinterpret_cast<int*>(cost + MAXB_SORT);
 #endif
-      for (int b = tid; b < p.B; b += NT) {
-        const int ql = __ldg(p.qo_indptr + b + 1) - __ldg(p.qo_indptr + b);
-        const int kl = __ldg(p.kv_indptr + b + 1) - __ldg(p.kv_indptr + b);
-        cost[b] = causal_cost(ql, kl);
-      }
-      order_by_cost(cost, order, p.B, tid, NT);
+      order_by_causal_cost(p.qo_indptr, p.kv_indptr, p.B, cost, order, tid, NT);
       ord = order;
     }
   }
@@ -410,9 +402,8 @@ __global__ void KA_MLAP_BOUNDS mla_prefill_kernel(Params p) {
 #include "do_tile.cuh"
 
 // ── host ───────────────────────────────────────────────────────────────────────────────────────
-bool g_init = false;
+FitOnce g_fit;
 bool g_regs_ok = true;  // WARPS 12: the kernel has REGS_LAUNCH registers per thread
-int g_sms = 132, g_occ = 1;
 
 }  // namespace
 }  // namespace ka_mlap
@@ -426,22 +417,16 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   if (total_q <= 0 || B < 0) return;
   if (ckv_cache.ndim == 3 && ckv_cache.size(1) != 1) return;  // page size 1 only
   if (MMA && !(sm_scale > 0.0)) {  // the wgmma paths take the row maxima over unscaled scores
-    cudaMemsetAsync(output.data, 0xff, static_cast<size_t>(total_q) * H * DC * 2);
-    cudaMemsetAsync(lse.data, 0xff, static_cast<size_t>(total_q) * H * 4);
+    fill_attention_nan(output, lse, total_q * H, DC);
     return;
   }
-  if (!g_init) {
-    const KernelFit fit = fit_kernel(mla_prefill_kernel, NT, KERNEL_SMEM);
-    g_sms = fit.sms;
-    g_occ = fit.occ;
 #ifndef KA_EMULATE
-    if constexpr (WG3) {
-      cudaFuncAttributes fa{};
-      g_regs_ok = cudaFuncGetAttributes(&fa, mla_prefill_kernel) == cudaSuccess && fa.numRegs == REGS_LAUNCH;
-    }
-#endif
-    g_init = true;
+  if constexpr (WG3) {
+    cudaFuncAttributes fa{};
+    if (!g_fit.done) g_regs_ok = cudaFuncGetAttributes(&fa, mla_prefill_kernel) == cudaSuccess && fa.numRegs == REGS_LAUNCH;
   }
+#endif
+  const KernelFit& fit = g_fit(mla_prefill_kernel, NT, KERNEL_SMEM);
   Params p{};
   p.q_nope = static_cast<const uint16_t*>(q_nope.data);
   p.q_pe = static_cast<const uint16_t*>(q_pe.data);
@@ -450,16 +435,13 @@ void run(const ka::TensorArg& q_nope, const ka::TensorArg& q_pe, const ka::Tenso
   p.qo_indptr = static_cast<const int*>(qo_indptr.data);
   p.kv_indptr = static_cast<const int*>(kv_indptr.data);
   p.indices = static_cast<const int*>(kv_indices.data);
-  p.out = static_cast<uint16_t*>(output.data);
-  p.lse = static_cast<float*>(lse.data);
-  p.B = static_cast<int>(B);
+  bind_attention_outputs(p, output, lse, B, sm_scale);
   p.total_q = static_cast<int>(total_q);
   p.num_rows = static_cast<int>(ckv_cache.size(0));
-  p.scale_log2 = static_cast<float>(sm_scale * 1.4426950408889634);
-  const int64_t tiles = (total_q + QT - 1) / QT + B + 1;
+  const int64_t tiles = prefill_tile_bound(total_q, B, QT);
   p.tiles = static_cast<int>(tiles);
   int64_t ctas = tiles;
-  if (KA_PERSIST != 0 && ctas > static_cast<int64_t>(g_sms) * g_occ) ctas = static_cast<int64_t>(g_sms) * g_occ;
+  if (KA_PERSIST != 0 && ctas > static_cast<int64_t>(fit.sms) * fit.occ) ctas = static_cast<int64_t>(fit.sms) * fit.occ;
   if (WG3P && ctas * MAXI < tiles) ctas = (tiles + MAXI - 1) / MAXI;  // a CTA's item list holds MAXI
   if (!g_regs_ok) return;  // a build whose setmaxnreg split cannot hold: outputs left unwritten, not a hang
 #ifdef KA_TRACE

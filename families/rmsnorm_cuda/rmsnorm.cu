@@ -27,17 +27,9 @@
 
 #include <cstdint>
 
-#if !defined(KA_HIDDEN) || !defined(KA_VEC) || !defined(KA_THREADS) || !defined(KA_ROWS) || !defined(KA_CACHE)
-#error "rmsnorm_cuda: KA_HIDDEN, KA_VEC, KA_THREADS, KA_ROWS and KA_CACHE must be defined (KernelArc does this)"
-#endif
+KA_REQUIRE_DEFINES("rmsnorm_cuda", KA_HIDDEN, KA_FUSED_ADD, KA_EPS, KA_VEC, KA_THREADS, KA_ROWS, KA_CACHE);
 #ifndef KA_STREAM
-#define KA_STREAM 0
-#endif
-#ifndef KA_FUSED_ADD
-#define KA_FUSED_ADD 0
-#endif
-#ifndef KA_EPS
-#define KA_EPS 1e-6
+#define KA_STREAM 0  // a knob added later: its default is the behaviour before it
 #endif
 
 namespace ka_rmsnorm_cuda {

@@ -21,14 +21,9 @@
 #include <utility>
 #include <vector>
 
-#if !defined(KA_CHUNK) || !defined(KA_UNROLL) || !defined(KA_ACC) || !defined(KA_WORKERS)
-#error "rmsnorm_host: KA_CHUNK, KA_UNROLL, KA_ACC and KA_WORKERS must be defined (KernelArc does this)"
-#endif
-#ifndef KA_FUSED_ADD
-#define KA_FUSED_ADD 0
-#endif
-#ifndef KA_EPS
-#define KA_EPS 1e-6
+#if !defined(KA_FUSED_ADD) || !defined(KA_EPS) || !defined(KA_CHUNK) || !defined(KA_UNROLL) || !defined(KA_ACC) || \
+    !defined(KA_WORKERS)
+#error "rmsnorm_host: the problem defines and knobs must be defined (KernelArc does this)"
 #endif
 
 namespace {

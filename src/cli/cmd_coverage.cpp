@@ -32,7 +32,7 @@ Row coverage_of(const Problem& p, const std::vector<Family>& families) {
   r.reason = "no generated (graph) family is installed";
   for (const auto& f : families) {
     if (f.generator.empty() || r.backends.count(f.target)) continue;
-    graph::Lowering l = graph::check_lowering(p, f.source, f.target);
+    graph::Lowering l = graph::check_lowering(p, f.whole_source(), f.target);
     r.captured = l.captured;
     r.reason = l.reason;
     r.backends[f.target] = l.ops_not_lowered;

@@ -397,8 +397,10 @@ const std::vector<int64_t>* Family::domain(const std::string& knob) const {
   return nullptr;
 }
 
+std::string Family::whole_source() const { return expand_parts(source, parts); }
+
 bool Family::applies_to(const Problem& p) const {
-  if (!generator.empty()) return graph::check_lowering(p, source, target).ok();
+  if (!generator.empty()) return graph::check_lowering(p, whole_source(), target).ok();
   if (std::find(op_types.begin(), op_types.end(), p.def.op_type) == op_types.end()) return false;
   if (!dtypes.empty())
     for (const auto& t : p.def.inputs)
@@ -513,10 +515,11 @@ Candidate Family::instantiate(const Knobs& k, const Problem& p, const std::map<s
     }
     c.name += "_d" + sha256_hex(all).substr(0, 8);
   }
-  text += "\n" + expand_parts(source, parts);
+  const std::string whole = whole_source();
+  text += "\n" + whole;
   if (!generator.empty()) {
     Knobs all = k;
-    text += graph::generate_source(p, source, all, target);
+    text += graph::generate_source(p, whole, all, target);
   }
   c.sources.push_back({source_name, std::move(text)});
   for (const auto& h : layer) c.sources.push_back(h);

@@ -59,6 +59,9 @@ struct Family {
   std::filesystem::path dir;
   std::string source_name, source;              // the entry file: name and contents
   std::vector<SourceFile> parts;                // family-folder headers ("sources"), by file name
+  // The entry with its parts expanded where it includes them: the one source a candidate carries
+  // (before its defines), and the runtime a generator reads.
+  std::string whole_source() const;
   std::vector<SourceFile> layer;                // device-layer headers: path under include/, contents
   std::vector<std::pair<std::string, std::vector<int64_t>>> knobs;  // in file order
   std::vector<Expr> constraints;

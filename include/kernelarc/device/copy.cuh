@@ -3,6 +3,7 @@
 // hardware (poison until their group or barrier retires them; kernelarc/emu/ka_emu.h).
 //   cp_async_16(dst, src, n)        16 bytes, .cg (L2 only); n = 0 zero-fills (a masked row)
 //   cp_async_16_l2_256(dst, src, n) the same with an L2 prefetch hint of 256 bytes
+//   cp_async_16_hint<L2>(dst, src, n)  one of the two by a knob: L2 = 256 the hinted one, else the plain
 //   cp_async_4(dst, src, n)         4 bytes, .ca
 //   cp_async_commit(), cp_async_wait_n<N>()  close the open group; wait until N groups are open
 //   bulk_copy_g2s(dst, src, bytes, bar)      one bulk copy completing `bytes` on mbarrier `bar`
@@ -99,5 +100,15 @@ KA_DEV void prefetch_tmap(const TensorMap* map) {
   KA_SM90(asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory"));
 }
 #endif
+
+// An L2_PREFETCH knob's 16-byte copy: 256, with the .L2::256B prefetch hint (the first copy of a
+// row brings the aligned 256 bytes around it into L2 in one request); anything else, plain.
+template <int L2>
+KA_DEV void cp_async_16_hint(uint32_t dst, const void* src, int n) {
+  if constexpr (L2 == 256)
+    cp_async_16_l2_256(dst, src, n);
+  else
+    cp_async_16(dst, src, n);
+}
 
 }  // namespace ka_dev

@@ -12,6 +12,7 @@
 //   quad_transpose(v, j)     lanes 4q..4q+3 hold v[0..3]; after it lane j = lane & 3 holds word i
 //                            = v_i[j] (two xor exchanges of half the words each); every lane calls it
 //   scale_rows(c, a0, a1)    accumulator rows g (c[n][0..1]) *= a0 and g + 8 (c[n][2..3]) *= a1
+//   zero_acc(c)              every accumulator of c[N][4] = 0
 // Fragment layouts are the PTX ISA's (lane 4g+q holds c = C[g][2q..2q+1], C[g+8][2q..2q+1]).
 #pragma once
 #include <kernelarc/device/target.cuh>
@@ -97,6 +98,12 @@ KA_DEV void scale_rows(float (&c)[N][4], float a0, float a1) {
     c[n][2] *= a1;
     c[n][3] *= a1;
   }
+}
+
+template <int N>
+KA_DEV void zero_acc(float (&c)[N][4]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n) c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.f;
 }
 
 }  // namespace ka_dev

@@ -7,14 +7,15 @@
 //                                  the flat positions [cs, ce) a split-KV CTA owns: sequence `unit`
 //                                  whole when chunk == 0, else chunk `unit` of `chunk` positions
 //                                  (the last one cut at n)
-//   cta_kv_range<T>(ip, unit, chunk, n, cs, ce)
-//                                  cta_token_range, and the range's tiles of T positions (returned,
-//                                  and given to the KA_TRACE timeline)
+//   KvRange<T> r(ip, unit, chunk, n)
+//                                  cta_token_range as r.cs, r.ce, and the range's r.ntiles tiles of
+//                                  T positions (also given to the KA_TRACE timeline)
 //   PageIds<T, NR, RPP, STAGES>     the page ids of a cp.async K/V pipeline's tiles, travelling one
 //                                  pipeline depth ahead of their tile through a ring in shared
 //                                  memory (see the struct)
+//                                  (start: the pipeline's prologue; issue_next: its steady state)
 //   KvSegments                     the sequences a split-KV CTA's range [cs, ce) touches, walked in
-//                                  order (see the struct)
+//                                  order (see the struct; walk: the segments of one tile)
 //   clamp_page(id, last)           an id clamped into [0, last] with one unsigned min (a negative id
 //                                  wraps and clamps to the last page): reads never leave the cache
 #pragma once
@@ -58,6 +59,20 @@ KA_DEV void cta_token_range(const int* __restrict__ ip, int unit, int chunk, int
 
 KA_DEV int clamp_page(int id, unsigned last) { return static_cast<int>(umin(static_cast<unsigned>(id), last)); }
 
+// A split-KV CTA's positions (cta_token_range) and their tiles of T positions.
+template <int T>
+struct KvRange {
+  int cs, ce, ntiles;
+  bool seq_mode;  // chunk 0: the CTA owns sequence `unit` whole
+  KA_DEV KvRange(const int* __restrict__ ip, int unit, int chunk, int n) : seq_mode(chunk == 0) {
+    cta_token_range(ip, unit, chunk, n, cs, ce);
+    ntiles = (ce - cs + T - 1) / T;
+    trace_tiles(ntiles);
+  }
+  KA_DEV int tile_start(int t) const { return cs + t * T; }
+  KA_DEV int tile_end(int t) const { return imin(cs + t * T + T, ce); }
+};
+
 // The page ids of a K/V pipeline over the flat positions [cs, ce) of indices, T rows per tile; the
 // calling thread loads rows lrow + i * RPP (i < NR) of a tile. The ids of a tile travel ahead of it:
 // the cp.async group that brings the rows of tile u also brings the ids of tile u + STAGES - 1 into
@@ -68,14 +83,6 @@ KA_DEV int clamp_page(int id, unsigned last) { return static_cast<int>(umin(stat
 // An id is clamped into the cache with one unsigned min (a negative id wraps to the last page), and
 // the rows past the end of the range are known from one count (Rows::left): they keep a clamped id
 // and are zero-filled by the caller. With no pages at all every row counts as past the end.
-template <int T>
-KA_DEV int cta_kv_range(const int* __restrict__ ip, int unit, int chunk, int n, int& cs, int& ce) {
-  cta_token_range(ip, unit, chunk, n, cs, ce);
-  const int ntiles = (ce - cs + T - 1) / T;
-  trace_tiles(ntiles);
-  return ntiles;
-}
-
 template <int T, int NR, int RPP, int STAGES>
 struct PageIds {
   struct Rows {
@@ -87,8 +94,8 @@ struct PageIds {
   int cs, ce, ce_load, lrow, tid;
   unsigned last_page;
 
-  KA_DEV PageIds(const int* indices_, int* ring_, int cs_, int ce_, int num_pages, int lrow_, int tid_)
-      : indices(indices_), ring(ring_), cs(cs_), ce(ce_), ce_load(num_pages > 0 ? ce_ : cs_), lrow(lrow_), tid(tid_),
+  KA_DEV PageIds(const int* indices_, int* ring_, const KvRange<T>& r, int num_pages, int lrow_, int tid_)
+      : indices(indices_), ring(ring_), cs(r.cs), ce(r.ce), ce_load(num_pages > 0 ? r.ce : r.cs), lrow(lrow_), tid(tid_),
         last_page(static_cast<unsigned>(num_pages - 1)) {}
   KA_DEV int clamp(int r) const { return static_cast<int>(umin(static_cast<unsigned>(r), last_page)); }
   // The ids of tile `tile` from global memory (the prologue's tiles).
@@ -113,6 +120,35 @@ struct PageIds {
       cp_async_4(smem_u32(ring + (tile % STAGES) * T + tid), indices + (ok ? pos : 0), ok ? 4 : 0);
     }
   }
+  // The prologue: the first STAGES - 1 tiles of ntiles in flight, issue(stage, rows) each (their ids
+  // read directly, all before the first issue so that those loads overlap), one cp.async group a
+  // tile, each with the ids of the tile STAGES - 1 later (RING false: without them, for a caller
+  // that reads the ids a tile ahead itself).
+  template <bool RING = true, typename Issue>
+  KA_DEV void start(int ntiles, Issue&& issue) const {
+    Rows pre[STAGES - 1];
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s)
+      if (s < ntiles) load(s, pre[s]);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < ntiles) issue(s, pre[s]);
+      if (RING) prefetch(s + STAGES - 1);
+      cp_async_commit();
+    }
+  }
+  // The steady state: tile u (when u < ntiles) issued from its ring slot into stage u % STAGES, and
+  // the ids of tile u + STAGES - 1, as one cp.async group.
+  template <typename Issue>
+  KA_DEV void issue_next(int u, int ntiles, Issue&& issue) const {
+    if (u < ntiles) {
+      Rows rows;
+      from_ring(u, rows);
+      issue(u % STAGES, rows);
+    }
+    prefetch(u + STAGES - 1);
+    cp_async_commit();
+  }
 };
 
 // The sequences of a split-KV CTA, in order: the CTA owns the flat positions [cs, ce) (all of
@@ -132,6 +168,9 @@ struct KvSegments {
       : ip(ip_), cs(cs_), ce(ce_), seq_mode(seq_mode_), first_chunk(seq_mode_ || unit == 0),
         last_chunk(seq_mode_ || unit == nchunks - 1), b_limit(seq_mode_ ? unit + 1 : B),
         cur_b(seq_mode_ ? unit : (unit == 0 ? 0 : count_le(ip_, B, cs_, lane))) {}
+  template <int T>
+  KA_DEV KvSegments(const int* ip_, int B, int unit, int nchunks, const KvRange<T>& r, int lane)
+      : KvSegments(ip_, B, unit, nchunks, r.cs, r.ce, r.seq_mode, lane) {}
   // Moves to the first sequence >= b with positions in the range, calling write_empty(b') for the
   // empty sequences this CTA owns on the way; false when there is none.
   template <typename Empty>
@@ -152,6 +191,22 @@ struct KvSegments {
     }
     return false;
   }
+  // The segments that the tile of positions [ts, te) touches, in order: tile(lo, hi) for each
+  // one's part of it, then have = end() for each segment that ends inside the tile (finalize it
+  // and advance to the next; false when there is none, which ends the walk).
+  template <typename Tile, typename End>
+  KA_DEV void walk(int ts, int te, bool& have, Tile&& tile, End&& end) {
+    while (true) {
+      const int lo = imax(seg_s, ts), hi = imin(seg_e, te);
+      if (lo < hi) tile(lo, hi);
+      if (seg_e > te) break;
+      have = end();
+      if (!have) break;
+    }
+  }
+  // The chunks of `chunk` positions the current sequence spans: the partials the merge combines
+  // and the arrivals the fused merge counts.
+  KA_DEV int seq_chunks(int chunk) const { return (seq_e - 1) / chunk - seq_s / chunk + 1; }
 };
 
 }  // namespace ka_dev

@@ -8,6 +8,9 @@
 //                                  order[r] = the sequence of rank r by decreasing cost[b] (ties:
 //                                  lower b first); cost[] written by the block's threads before;
 //                                  every thread of the block calls it (two barriers)
+//   order_by_causal_cost(qo, kv, B, cost, order, tid, n)
+//                                  cost[] = causal_cost of each sequence of the indptrs, then
+//                                  order_by_cost (the prefills' longest-first order)
 //   query_tiles<QT>(qo, ord, pos)  the query tiles (QT rows each) of position pos of the order
 //                                  (ord null: the identity)
 //   warp_find(n, lane, rem, src, within)
@@ -41,6 +44,16 @@ KA_DEV void order_by_cost(const float* cost, int* order, int B, int tid, int nth
     order[rank] = b;
   }
   __syncthreads();
+}
+
+KA_DEV void order_by_causal_cost(const int* qo_indptr, const int* kv_indptr, int B, float* cost, int* order, int tid,
+                                 int nthreads) {
+  for (int b = tid; b < B; b += nthreads) {
+    const int ql = __ldg(qo_indptr + b + 1) - __ldg(qo_indptr + b);
+    const int kl = __ldg(kv_indptr + b + 1) - __ldg(kv_indptr + b);
+    cost[b] = causal_cost(ql, kl);
+  }
+  order_by_cost(cost, order, B, tid, nthreads);
 }
 
 template <int QT>

@@ -11,6 +11,11 @@
 //                                     the lazily rescaled online softmax of one S tile held as
 //                                     m16n8 / wgmma accumulators (see the function); store(j, w0, w1)
 //                                     takes P of n8 block j, or the overload fills pk[j][0..1]
+//   scale_mask_scores(s, scale, key0, lo, hi, mx0, mx1)
+//                                     a decode's S tile (same layout) to base 2, keys outside
+//                                     [lo, hi) -inf, and this thread's row maxima
+//   decode_row_max(m, mx, mu, a), decode_p_pair(x0, x1, mu, ls, es)
+//                                     a decode row's step of the online softmax; its P of two keys
 //   rescale_o(o, a0, a1)              O's rows scaled, skipped when no row of the warp moved
 //   row_softmax_scale(sum)            1 / sum, with an empty row (sum 0) giving zeros
 //   ex2(x)                            2^x by the SFU (ex2.approx.ftz: ~2 ulp, subnormal results
@@ -131,6 +136,48 @@ template <int N>
 KA_DEV void rescale_o(float (&o)[N][4], float a0, float a1) {
   if (!__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) return;
   scale_rows(o, a0, a1);
+}
+
+// ── one S tile of a decode ──
+// Raw scores in the m16n8 accumulator layout (s[j][0..1] row r0, s[j][2..3] row r0 + 8, keys
+// key0 + 8j + {0, 1}), scaled to base 2 with keys outside [lo, hi) at -inf; mx0 / mx1 get this
+// thread's maxima of its two rows (the quad's maxima: the caller's shuffles).
+template <int NTT>
+KA_DEV void scale_mask_scores(float (&s)[NTT][4], float scale, int key0, int lo, int hi, float& mx0, float& mx1) {
+  mx0 = mx1 = -__builtin_huge_valf();
+#pragma unroll
+  for (int j = 0; j < NTT; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int pos = key0 + 8 * j + e;
+      const bool ok = pos >= lo && pos < hi;
+      s[j][e] = ok ? s[j][e] * scale : -__builtin_huge_valf();
+      s[j][2 + e] = ok ? s[j][2 + e] * scale : -__builtin_huge_valf();
+      mx0 = fmaxf(mx0, s[j][e]);
+      mx1 = fmaxf(mx1, s[j][2 + e]);
+    }
+}
+
+// One row of a decode's online softmax (unscaled by the lazy slack of softmax_tile): the running
+// maximum m moves to the tile's row maximum mx (this thread's; reduced over the quad here); mu is
+// the maximum P is taken against (0 while the row has no key: P = 0), a the factor of the row's
+// earlier sums and outputs.
+KA_DEV void decode_row_max(float& m, float mx, float& mu, float& a) {
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float mn = fmaxf(m, mx);
+  mu = mn == -__builtin_huge_valf() ? 0.f : mn;
+  a = exp2f(m - mu);
+  m = mn;
+}
+// P = 2^(x - mu) of two keys of a row, rounded to bf16 and packed (the A operand of P·V); ls sums
+// the rounded values (they normalise O), es the exact ones (they give the lse).
+KA_DEV uint32_t decode_p_pair(float x0, float x1, float mu, float& ls, float& es) {
+  const float p0 = exp2f(x0 - mu), p1 = exp2f(x1 - mu);
+  const uint32_t pk = pack_bf16(p0, p1);
+  ls += bf_lo(pk) + bf_hi(pk);
+  es += p0 + p1;
+  return pk;
 }
 
 KA_DEV void lse_merge(float& M, float& L, float (&acc)[4], float li, const float4& ov) {

@@ -12,6 +12,7 @@
 //   cluster_ctarank(), cluster_sync()
 //   setmaxnreg_inc<N>(), setmaxnreg_dec<N>()         warpgroup register budget
 //   atom_add_acq_rel_gpu(p, v)                       device-scope acq_rel fetch-add (last-CTA logic)
+//   last_arrival(counter, n)                         true for the last of n CTAs counting on counter
 // A fresh mbarrier counts its "parity 1" phase as complete, so a producer's first pass over a ring
 // of empty barriers does not block.
 #pragma once
@@ -114,5 +115,8 @@ KA_DEV void mbar_wait(uint32_t bar, uint32_t parity) {
   while (!mbar_try_wait(bar, parity)) {
   }
 }
+// One arrival of `arrivals` on a zeroed counter (by one thread, after a barrier over the CTA's
+// writes): true for the last one, which then sees every earlier arrival's writes.
+KA_DEV bool last_arrival(int* counter, int arrivals) { return atom_add_acq_rel_gpu(counter, 1) == arrivals - 1; }
 
 }  // namespace ka_dev

@@ -7,6 +7,10 @@
 //   KA_LAUNCH(k, g, b, s, …)  a kernel launch (k<<<g, b, s>>>(…); the emulator's launch)
 //   ka_dev::smem_u32(p)       the shared-memory address of a generic pointer
 //   ka_dev::imin/imax/umin    integer min/max that compile to one instruction
+//   KA_REQUIRE_DEFINES(family, KA_A, KA_B, …)
+//                             a compile error naming the family unless every KA_ name is a defined
+//                             macro (KernelArc prepends a family's problem defines and knobs; `#if
+//                             KA_X` would read a missing one as 0 without a word)
 // The layer's functions live in ka_dev (namespace-scope inline functions only: no statics, so
 // nothing is merged across the judge's RTLD_LOCAL candidate libraries).
 #pragma once
@@ -45,7 +49,33 @@
 #define KA_LAUNCH(kernel, grid, block, smem, ...) kernel<<<grid, block, smem>>>(__VA_ARGS__)
 #endif
 
+// A name that is no macro stringizes to itself after expansion.
+#define KA_STRINGIZE_(...) #__VA_ARGS__
+#define KA_STRINGIZE(...) KA_STRINGIZE_(__VA_ARGS__)
+#define KA_REQUIRE_DEFINES(family, ...)                                         \
+  static_assert(ka_dev::all_defined(#__VA_ARGS__, KA_STRINGIZE(__VA_ARGS__)), \
+                family ": the problem defines and knobs must be defined (KernelArc does this)")
+
 namespace ka_dev {
+
+// KA_REQUIRE_DEFINES: the comma-separated names, and the same list macro-expanded; false when an
+// item expanded to itself.
+constexpr const char* list_item_end(const char* s) {
+  while (*s && *s != ',') ++s;
+  return s;
+}
+constexpr bool all_defined(const char* names, const char* values) {
+  while (true) {
+    const char* ne = list_item_end(names);
+    const char* ve = list_item_end(values);
+    bool same = ne - names == ve - values;
+    for (const char *a = names, *b = values; same && a != ne; ++a, ++b) same = *a == *b;
+    if (same) return false;
+    if (!*ne || !*ve) return true;
+    names = ne + 1;
+    values = ve + 1;
+  }
+}
 
 #ifdef KA_EMULATE
 using ka_emu_ops::smem_u32;

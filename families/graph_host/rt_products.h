@@ -1,0 +1,191 @@
+// rt_products.h — graph_rt.cpp's matrix products (mm, bmm, addmm, baddbmm, matmul, _scaled_mm;
+// GEMM_WORKERS threads over column tiles) and convolution.
+// A part of graph_rt.cpp (family.json "sources"), expanded where the entry includes it: no include guard.
+// ───────────────────────────── matrix products ─────────────────────────────
+namespace kg {
+// C[b] = A[b] (M×K) · B[b] (K×N), double accumulation; A and B any strides (batch broadcast).
+// Work is split into (batch, column tile) tasks of GEMM_NBLOCK columns: a task streams its B tile
+// once per row of A while it stays in cache. GEMM_WORKERS threads take tasks (0: every core).
+inline T bmm_core(const T& a, const T& b, int dt) {
+  const int64_t Bn = std::max(a.shape[0], b.shape[0]), M = a.shape[1], Kd = a.shape[2], N = b.shape[2];
+  const T ac = contig(a), bc = contig(b);
+  T out = empty({Bn, M, N}, dt);
+  const int64_t nb = KA_GEMM_NBLOCK > 0 ? KA_GEMM_NBLOCK : std::max<int64_t>(N, 1);
+  const int64_t tiles = (N + nb - 1) / nb, tasks = Bn * tiles;
+  auto task = [&](int64_t t) {
+    const int64_t bi = t / tiles, j0 = (t % tiles) * nb, j1 = std::min(N, j0 + nb), w = j1 - j0;
+    const double* am = ac.data() + (ac.shape[0] == 1 ? 0 : bi) * M * Kd;
+    const double* bm = bc.data() + (bc.shape[0] == 1 ? 0 : bi) * Kd * N + j0;
+    std::vector<double> acc(static_cast<size_t>(w));
+    for (int64_t i = 0; i < M; ++i) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      const double* ar = am + i * Kd;
+      for (int64_t kk = 0; kk < Kd; ++kk) {
+        const double av = ar[kk];
+        const double* br = bm + kk * N;
+        double* ap = acc.data();
+        for (int64_t j = 0; j < w; ++j) ap[j] += av * br[j];
+      }
+      double* dst = out.data() + (bi * M + i) * N + j0;
+      for (int64_t j = 0; j < w; ++j) dst[j] = rnd(dt, acc[j]);
+    }
+  };
+  int64_t workers = KA_GEMM_WORKERS > 0 ? KA_GEMM_WORKERS : static_cast<int64_t>(std::thread::hardware_concurrency());
+  workers = std::max<int64_t>(1, std::min<int64_t>(workers, tasks));
+  if (workers <= 1 || Bn * M * N * Kd < (1 << 18)) {
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+  } else {
+    std::vector<std::thread> pool;
+    auto range = [&](int64_t w0) { for (int64_t t = w0; t < tasks; t += workers) task(t); };
+    for (int64_t w0 = 1; w0 < workers; ++w0) pool.emplace_back(range, w0);
+    range(0);
+    for (auto& th : pool) th.join();
+  }
+  return out;
+}
+inline T mm(const T& a, const T& b, int dt) {
+  return reshape(bmm_core(unsqueeze(a, 0), unsqueeze(b, 0), dt), {a.shape[0], b.shape[1]});
+}
+}  // namespace kg
+
+KG_OP(aten_mm_default) { (void)k; return {kg::A(kg::mm(p[0].t, p[1].t, o[0]))}; }
+KG_OP(aten_bmm_default) { (void)k; return {kg::A(kg::bmm_core(p[0].t, p[1].t, o[0]))}; }
+KG_OP(aten_matmul_default) {
+  (void)k;
+  const kg::T& a = p[0].t;
+  const kg::T& b = p[1].t;
+  if (a.dim() == 2 && b.dim() == 2) return {kg::A(kg::mm(a, b, o[0]))};
+  kg::fail("matmul of rank > 2 is decomposed by capture");
+}
+inline kg::R addmm_like(const kg::P& p, const kg::K& k, const std::vector<int>& o, bool batched) {
+  const kg::A& be = kg::arg(p, k, 3, "beta");
+  const kg::A& al = kg::arg(p, k, 4, "alpha");
+  const double beta = be.none() ? 1.0 : be.num(), alpha = al.none() ? 1.0 : al.num();
+  kg::T prod = batched ? kg::bmm_core(p[1].t, p[2].t, kg::F64) : kg::mm(p[1].t, p[2].t, kg::F64);
+  return {kg::A(kg::map({p[0].t, prod}, o[0], [&](const double* v) { return beta * v[0] + alpha * v[1]; }))};
+}
+KG_OP(aten_addmm_default) { return addmm_like(p, k, o, false); }
+KG_OP(aten_baddbmm_default) { return addmm_like(p, k, o, true); }
+
+// fp8 scaled matmul: (a · b) · scale_a · scale_b (+ bias); scales per tensor, per row of a
+// (M×1) or per column of b (1×N).
+KG_OP(aten__scaled_mm_default) {
+  const kg::A& bias = kg::arg(p, k, 4, "bias");
+  kg::T prod = kg::mm(p[0].t, p[1].t, kg::F64);
+  const kg::T sa = p[2].t.numel() == 1 ? kg::reshape(p[2].t, {}) : p[2].t;
+  const kg::T sb = p[3].t.numel() == 1 ? kg::reshape(p[3].t, {}) : p[3].t;
+  std::vector<kg::T> ins{prod, sa, sb};
+  if (!bias.none()) ins.push_back(bias.t);
+  const bool hb = !bias.none();
+  return {kg::A(kg::map(ins, o[0], [&](const double* v) {
+    const double y = static_cast<float>(v[0] * v[1] * v[2]);
+    return hb ? y + v[3] : y;
+  }))};
+}
+
+// ───────────────────────────── convolution ─────────────────────────────
+namespace kg {
+// N-d convolution (cross-correlation) with groups; transposed: the gradient form.
+inline T conv(const T& x0, const T& w0, const A& bias, const Shape& stride, const Shape& pad, const Shape& dil, bool transposed,
+              const Shape& opad, int64_t groups, int dt) {
+  const T x = contig(x0), w = contig(w0);
+  const int64_t nd = x.dim() - 2, N = x.shape[0], Cin = x.shape[1];
+  auto at = [](const Shape& s, int64_t i) { return s.size() == 1 ? s[0] : s[i]; };
+  Shape in_sp(x.shape.begin() + 2, x.shape.end()), k_sp(w.shape.begin() + 2, w.shape.end()), out_sp(nd);
+  const int64_t Cout = transposed ? w.shape[1] * groups : w.shape[0];
+  for (int64_t d = 0; d < nd; ++d) {
+    if (transposed)
+      out_sp[d] = (in_sp[d] - 1) * at(stride, d) - 2 * at(pad, d) + at(dil, d) * (k_sp[d] - 1) + (opad.empty() ? 0 : at(opad, d)) + 1;
+    else
+      out_sp[d] = (in_sp[d] + 2 * at(pad, d) - at(dil, d) * (k_sp[d] - 1) - 1) / at(stride, d) + 1;
+  }
+  Shape os{N, Cout};
+  for (auto s : out_sp) os.push_back(s);
+  T acc = empty(os, F64);
+  int64_t in_n = 1, out_n = 1, k_n = 1;
+  for (int64_t d = 0; d < nd; ++d) { in_n *= in_sp[d]; out_n *= out_sp[d]; k_n *= k_sp[d]; }
+  const int64_t cin_g = Cin / groups, cout_g = Cout / groups;
+  std::vector<int64_t> ip(static_cast<size_t>(nd)), kp(static_cast<size_t>(nd));
+  if (!transposed) {
+    // Gather form: per kernel tap, the input position each output position reads (or -1).
+    std::vector<int64_t> tab(static_cast<size_t>(k_n * out_n));
+    std::vector<int64_t> op(static_cast<size_t>(nd));
+    for (int64_t kk = 0; kk < k_n; ++kk) {
+      int64_t q = kk;
+      for (int64_t d = nd - 1; d >= 0; --d) { kp[d] = q % k_sp[d]; q /= k_sp[d]; }
+      for (int64_t oo = 0; oo < out_n; ++oo) {
+        int64_t r = oo, ipos = 0;
+        for (int64_t d = nd - 1; d >= 0; --d) { op[d] = r % out_sp[d]; r /= out_sp[d]; }
+        for (int64_t d = 0; d < nd && ipos >= 0; ++d) {
+          const int64_t i = op[d] * at(stride, d) - at(pad, d) + kp[d] * at(dil, d);
+          ipos = (i < 0 || i >= in_sp[d]) ? -1 : ipos * in_sp[d] + i;
+        }
+        tab[kk * out_n + oo] = ipos;
+      }
+    }
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t g = 0; g < groups; ++g)
+        for (int64_t co = 0; co < cout_g; ++co) {
+          double* acc_row = acc.data() + (n * Cout + g * cout_g + co) * out_n;
+          for (int64_t ci = 0; ci < cin_g; ++ci) {
+            const double* xrow = x.data() + (n * Cin + g * cin_g + ci) * in_n;
+            const double* wrow = w.data() + ((g * cout_g + co) * cin_g + ci) * k_n;
+            for (int64_t kk = 0; kk < k_n; ++kk) {
+              const double wv = wrow[kk];
+              const int64_t* t = tab.data() + kk * out_n;
+              for (int64_t oo = 0; oo < out_n; ++oo)
+                if (t[oo] >= 0) acc_row[oo] += wv * xrow[t[oo]];
+            }
+          }
+        }
+  }
+  // Scatter form over input positions for the transposed convolution: for every input position and
+  // kernel tap, the output position it meets.
+  if (transposed)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t ii = 0; ii < in_n; ++ii) {
+        int64_t r = ii;
+        for (int64_t d = nd - 1; d >= 0; --d) { ip[d] = r % in_sp[d]; r /= in_sp[d]; }
+        for (int64_t kk = 0; kk < k_n; ++kk) {
+          int64_t q = kk, opos = 0;
+          bool ok = true;
+          for (int64_t d = nd - 1; d >= 0; --d) { kp[d] = q % k_sp[d]; q /= k_sp[d]; }
+          for (int64_t d = 0; d < nd && ok; ++d) {
+            int64_t op;
+            if (transposed) op = ip[d] * at(stride, d) - at(pad, d) + kp[d] * at(dil, d);
+            else {
+              const int64_t t = ip[d] + at(pad, d) - kp[d] * at(dil, d);
+              if (t % at(stride, d) != 0) { ok = false; break; }
+              op = t / at(stride, d);
+            }
+            if (op < 0 || op >= out_sp[d]) ok = false;
+            opos = opos * out_sp[d] + op;
+          }
+          if (!ok) continue;
+          for (int64_t ci = 0; ci < cin_g; ++ci) {
+            const double xv = x.data()[((n * Cin) + g * cin_g + ci) * in_n + ii];
+            if (xv == 0) continue;
+            for (int64_t co = 0; co < cout_g; ++co) {
+              const double wv = transposed ? w.data()[((g * cin_g + ci) * cout_g + co) * k_n + kk]
+                                           : w.data()[((g * cout_g + co) * cin_g + ci) * k_n + kk];
+              acc.data()[((n * Cout) + g * cout_g + co) * out_n + opos] += xv * wv;
+            }
+          }
+        }
+      }
+  T out = empty(os, dt);
+  const std::vector<double> bv = bias.ten() ? values(bias.t) : std::vector<double>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < Cout; ++c)
+      for (int64_t i = 0; i < out_n; ++i) {
+        const int64_t at_ = (n * Cout + c) * out_n + i;
+        out.data()[at_] = rnd(dt, acc.data()[at_] + (bv.empty() ? 0.0 : bv[c]));
+      }
+  return out;
+}
+}  // namespace kg
+KG_OP(aten_convolution_default) {
+  (void)k;
+  return {kg::A(kg::conv(p[0].t, p[1].t, p[2], p[3].ints(), p[4].ints(), p[5].ints(), p[6].num() != 0, p[7].ints(), p[8].integer(), o[0]))};
+}
