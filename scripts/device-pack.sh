@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/src/kernelarc ] || scripts/build.sh
-rm -rf .dev && mkdir -p .dev/bin .dev/lib
+rm -rf .dev/bin .dev/lib && mkdir -p .dev/bin .dev/lib  # other things under .dev (an older build to compare with) stay
 strip -o .dev/bin/kernelarc build/src/kernelarc
 ldd build/src/kernelarc | awk '/=> \// {print $3}' | grep -E 'libfmt|libspdlog|libcupti|libcudart' | while read -r lib; do
   cp -L "$lib" .dev/lib/
