@@ -99,7 +99,7 @@ std::string cuda_source(const Graph& g, bool fuse,
 }
 
 std::string host_source(const Graph& g) {
-  const std::string rt = read_text(family_dir("graph_host") / "graph_rt.cpp");
+  const std::string rt = load_family(family_dir("graph_host")).whole_source();  // graph_rt.cpp with its parts
   return rt + emit_host(g, runtime_symbols(rt)) + "\nKA_ENTRY(run)\n";
 }
 
