@@ -1,6 +1,7 @@
 // graph/generate.cpp — glue between a problem, its captured graph and a backend.
 #include "graph/generate.h"
 
+#include <map>
 #include <mutex>
 
 #include "graph/capture.h"
@@ -18,6 +19,14 @@ struct Entry {
   std::optional<Graph> graph;  // after the passes
 };
 
+// One capture per problem and process, whichever targets ask: a capture that failed (it ran out of
+// time or memory) is not cached on disk, and would otherwise be tried again for every target.
+const Capture& captured(const Problem& p) {
+  static std::map<std::string, Capture> cache;  // under cached()'s lock
+  if (auto it = cache.find(p.def.hash); it != cache.end()) return it->second;
+  return cache.emplace(p.def.hash, capture_problem(p)).first->second;
+}
+
 Entry& cached(const Problem& p, const std::string& runtime_source, const std::string& target) {
   static std::mutex mu;
   static std::map<std::string, Entry> cache;
@@ -25,11 +34,11 @@ Entry& cached(const Problem& p, const std::string& runtime_source, const std::st
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   Entry e;
-  Capture c = capture_problem(p);
+  const Capture& c = captured(p);
   e.lowering.captured = c.captured;
   e.lowering.reason = c.reason;
   if (c.captured && c.graph) {
-    Graph g = std::move(*c.graph);
+    Graph g = *c.graph;
     run_passes(g);
     e.lowering.ops_not_lowered = target == "cuda" ? cuda_ops_not_lowered(g) : ops_not_lowered(g, runtime_symbols(runtime_source));
     e.graph = std::move(g);
