@@ -8,6 +8,7 @@
 // saying why, only where the kernel lacks the feature (Landlock, seccomp). Also the host timer's
 // lazy-call check (target/host_backend.cpp).
 #include "util/resources.h"
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -19,14 +20,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include "judge/sandbox.h"
+#include "judge/worker_client.h"
+#include "util/error.h"
 #include "util/process.h"
 
 namespace fs = std::filesystem;
@@ -47,11 +52,11 @@ bool off(const ka::SandboxReport& r, const std::string& what) {
 
 // Runs `probe` in a forked child after it entered the sandbox; returns the child's exit code
 // (0: every check held), kFeatureOff when the sandbox reports `needs` off.
-int in_sandbox(const std::string& needs, const std::function<int()>& probe) {
+int in_sandbox(const std::string& needs, const std::function<int()>& probe, const ka::SandboxPolicy& policy = {}) {
   std::fflush(nullptr);
   pid_t pid = ::fork();
   if (pid == 0) {
-    ka::SandboxReport r = ka::enter_sandbox({});
+    ka::SandboxReport r = ka::enter_sandbox(policy);
     std::fprintf(stderr, "%s\n", r.summary().c_str());
     ::_exit(!needs.empty() && off(r, needs) ? kFeatureOff : probe());
   }
@@ -91,6 +96,72 @@ TEST(Sandbox, NoNetworkSockets) {
   });
   if (rc == kFeatureOff) GTEST_SKIP() << "this kernel has no seccomp filters";
   EXPECT_EQ(rc, 0) << "check " << rc << " of the probe failed (10 + the family that got a socket)";
+}
+
+// The CUDA driver names its threads at initialisation (writes /proc/<pid>/task/<tid>/comm, and
+// fails with cudaErrorOperatingSystem if it cannot): the worker may write its own /proc entries,
+// from any thread, also one started after the sandbox, and no other process's or the kernel's.
+TEST(Sandbox, WritesOnlyItsOwnProcEntries) {
+  if (!has_landlock()) GTEST_SKIP() << "this kernel has no Landlock";
+  const pid_t parent = ::getpid();
+  int rc = in_sandbox("landlock", [parent] {
+    auto writes = [](const std::string& path) {
+      int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+      bool ok = fd >= 0 && ::write(fd, "ka-test", 7) == 7;
+      if (fd >= 0) ::close(fd);
+      return ok;
+    };
+    if (!writes("/proc/self/comm")) return 1;
+    if (!writes(fmt::format("/proc/{}/task/{}/comm", ::getpid(), ::gettid()))) return 2;
+    bool from_thread = false;
+    std::thread t([&] { from_thread = writes("/proc/thread-self/comm"); });
+    t.join();
+    if (!from_thread) return 3;
+    if (writes(fmt::format("/proc/{}/comm", parent))) return 4;
+    if (writes("/proc/sys/kernel/hostname")) return 5;
+    return 0;
+  });
+  if (rc == kFeatureOff) GTEST_SKIP() << "Landlock refused the ruleset here";
+  EXPECT_EQ(rc, 0) << "check " << rc << ": 1-3 a write to its own comm failed, 4-5 a write outside it succeeded";
+}
+
+// KERNELARC_SANDBOX=without:seccomp (for a machine where one defence stops the device): that
+// defence is reported off and is really absent, the others stay.
+TEST(Sandbox, LeftOutDefenceIsReportedAndAbsent) {
+  ka::SandboxPolicy policy;
+  policy.without = {"seccomp"};
+  int rc = in_sandbox("", [] {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);  // seccomp would refuse it; the network namespace still isolates it
+    if (fd < 0) return 1;
+    ::close(fd);
+    return 0;
+  }, policy);
+  EXPECT_EQ(rc, 0) << "an AF_INET socket was refused although seccomp was left out";
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ka::SandboxReport r = ka::enter_sandbox(policy);
+    bool reported = off(r, "seccomp (left out");
+    bool others = std::find(r.on.begin(), r.on.end(), "not dumpable") != r.on.end();
+    ::_exit(reported && others ? 0 : 1);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the report does not say seccomp was left out";
+}
+
+TEST(Sandbox, ModeFromTheEnvironment) {
+  ::setenv("KERNELARC_SANDBOX", "without:landlock,seccomp", 1);
+  EXPECT_EQ(ka::sandbox_mode_args(), (std::vector<std::string>{"--without", "landlock", "--without", "seccomp"}));
+  ::setenv("KERNELARC_SANDBOX", "off", 1);
+  EXPECT_EQ(ka::sandbox_mode_args(), (std::vector<std::string>{"--no-sandbox"}));
+  for (const char* bad : {"without:landlok", "without:", "of", "without:seccomp,"}) {
+    ::setenv("KERNELARC_SANDBOX", bad, 1);
+    EXPECT_THROW(ka::sandbox_mode_args(), ka::UserError) << bad;
+  }
+  ::unsetenv("KERNELARC_SANDBOX");
+  EXPECT_TRUE(ka::sandbox_mode_args().empty());
 }
 
 TEST(Sandbox, ParentMemoryOutOfReach) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <algorithm>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -176,6 +177,17 @@ std::set<fs::path> mapped_files() {
   return out;
 }
 
+// The worker may write its own /proc/<pid> entries: the CUDA driver names its threads at
+// initialisation (/proc/<pid>/task/<tid>/comm) and fails with cudaErrorOperatingSystem when it
+// cannot. Only this process's folder: a link there (fd/, cwd) still meets the other rules at its
+// target. A descriptor kept open pins the folder's dentry, so the rule's inode stays the one
+// procfs resolves for threads started later.
+void allow_own_proc(Landlock& ll) {
+  static const int pin = ::open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (pin < 0) return;
+  ll.allow(fmt::format("/proc/{}", ::getpid()), kReadFile | kReadDir | kWriteFile | kTruncate);
+}
+
 void enter_landlock(const SandboxPolicy& policy, SandboxReport& r) {
   long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */);
   if (abi < 1) {
@@ -192,6 +204,7 @@ void enter_landlock(const SandboxPolicy& policy, SandboxReport& r) {
   for (const fs::path& t : sandbox_read_trees(policy)) ll.allow(t, rx);
   for (const fs::path& f : mapped_files()) ll.allow(f, kReadFile | kExecute);
   ll.allow("/proc", kReadFile | kReadDir);
+  allow_own_proc(ll);
   ll.allow("/sys", kReadFile | kReadDir);
   ll.allow("/dev", kReadDir);
   for (const char* d : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}) ll.allow(d, kReadFile | kWriteFile | kTruncate);
@@ -305,22 +318,35 @@ std::vector<fs::path> sandbox_read_trees(const SandboxPolicy& policy) {
   return t;
 }
 
+const std::vector<std::string>& sandbox_defences() {
+  static const std::vector<std::string> names = {"namespaces", "dumpable", "no_new_privs", "landlock", "capabilities", "seccomp"};
+  return names;
+}
+
 SandboxReport enter_sandbox(const SandboxPolicy& policy) {
   SandboxReport r;
   if (!policy.enabled) {
     r.off.push_back("everything (the judge was started with KERNELARC_SANDBOX=off)");
     return r;
   }
+  auto wanted = [&](const char* name) {
+    if (std::find(policy.without.begin(), policy.without.end(), name) == policy.without.end()) return true;
+    r.off.push_back(fmt::format("{} (left out: KERNELARC_SANDBOX=without:...)", name));
+    return false;
+  };
   if (int n = threads_now(); n > 1) r.off.push_back(fmt::format("landlock for {} threads started before it", n - 1));
-  enter_namespaces(r);  // before PR_SET_DUMPABLE: writing our own uid_map needs a dumpable process
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  struct rlimit no_core {0, 0};
-  ::setrlimit(RLIMIT_CORE, &no_core);
-  r.on.push_back("not dumpable");
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) r.off.push_back(fmt::format("no_new_privs ({})", err(errno)));
-  enter_landlock(policy, r);
-  drop_capabilities(r);
-  enter_seccomp(r);
+  if (wanted("namespaces")) enter_namespaces(r);  // before PR_SET_DUMPABLE: writing our own uid_map needs a dumpable process
+  if (wanted("dumpable")) {
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    r.on.push_back("not dumpable");
+  }
+  if (wanted("no_new_privs") && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    r.off.push_back(fmt::format("no_new_privs ({})", err(errno)));
+  if (wanted("landlock")) enter_landlock(policy, r);
+  if (wanted("capabilities")) drop_capabilities(r);
+  if (wanted("seccomp")) enter_seccomp(r);
   return r;
 }
 

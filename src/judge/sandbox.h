@@ -17,7 +17,12 @@ struct SandboxPolicy {
   bool enabled = true;
   bool gpu = false;                                  // the device nodes /dev/nvidia*, /dev/shm
   std::vector<std::filesystem::path> read_trees;     // extra read-only trees (e.g. PyTorch's libraries)
+  std::vector<std::string> without;                  // defences left out (sandbox_defences()), each reported off
 };
+
+// The defences enter_sandbox() sets up, by the names KERNELARC_SANDBOX=without:NAME,... takes:
+// namespaces, dumpable, no_new_privs, landlock, capabilities, seccomp.
+const std::vector<std::string>& sandbox_defences();
 
 struct SandboxReport {
   std::vector<std::string> on;   // defences in force, e.g. "landlock abi 7"

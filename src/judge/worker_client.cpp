@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "judge/protocol.h"
 #include "judge/sandbox.h"
@@ -80,6 +81,27 @@ WorkerClient::WorkerClient(std::string target, std::filesystem::path log_path)
 
 WorkerClient::~WorkerClient() { stop(); }
 
+// KERNELARC_SANDBOX as worker arguments: unset or "on" (every defence), "off" (none), or
+// "without:NAME,..." (all but those; for a machine where one of them stops the device).
+std::vector<std::string> sandbox_mode_args() {
+  const char* env = std::getenv("KERNELARC_SANDBOX");
+  const std::string mode = env ? env : "";
+  if (mode.empty() || mode == "on") return {};
+  if (mode == "off") return {"--no-sandbox"};
+  const std::string prefix = "without:";
+  std::vector<std::string> args;
+  bool known = mode.rfind(prefix, 0) == 0 && mode.size() > prefix.size() && mode.back() != ',';
+  std::stringstream ss(known ? mode.substr(prefix.size()) : "");
+  for (std::string name; known && std::getline(ss, name, ',');) {
+    known = std::find(sandbox_defences().begin(), sandbox_defences().end(), name) != sandbox_defences().end();
+    args.insert(args.end(), {"--without", name});
+  }
+  if (known) return args;
+  std::string names;
+  for (const auto& n : sandbox_defences()) names += (names.empty() ? "" : ",") + n;
+  user_error("KERNELARC_SANDBOX='{}': expected on, off or without:NAME,... with names from {}", mode, names);
+}
+
 // The worker: `kernelarc worker --target T [--read FOLDER]... [--no-sandbox]`, with the scrubbed
 // environment only and none of this process's open files. This process is made non-dumpable first.
 void WorkerClient::start_worker() {
@@ -89,8 +111,7 @@ void WorkerClient::start_worker() {
     argv.emplace_back("--read");
     argv.push_back(t.string());
   }
-  const char* mode = std::getenv("KERNELARC_SANDBOX");
-  if (mode && std::string_view(mode) == "off") argv.emplace_back("--no-sandbox");
+  for (const std::string& a : sandbox_mode_args()) argv.push_back(a);
   child_.start(argv, log_.string(), worker_environment(), true);
 }
 

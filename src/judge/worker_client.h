@@ -31,6 +31,10 @@ struct CallArg {
   bool output;
 };
 
+// The worker's sandbox arguments for the judge's KERNELARC_SANDBOX (on, off, without:NAME,...);
+// a UserError for any other value.
+std::vector<std::string> sandbox_mode_args();
+
 class WorkerClient {
  public:
   WorkerClient(std::string target, std::filesystem::path log_path);
