@@ -1,6 +1,7 @@
 // test_capture.cpp — Oracle::capture: a reference captured as an operator graph (capture.py) with its
 // var axes symbolic and its inputs/outputs named as in the definition, cached per definition (a second
-// call does not run Python); a data-dependent reference is refused with the op and the source line.
+// call does not run Python); a data-dependent reference is refused with the op and the source line;
+// real inputs too large for the machine are refused for now, uncached.
 #include "util/resources.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -92,6 +93,23 @@ TEST(Capture, DataDependentShapeSaysWhichOpAndLine) {
   EXPECT_FALSE(again.captured);
   EXPECT_TRUE(again.cached);
   EXPECT_EQ(again.reason(), r.reason());
+}
+
+// Real inputs that would not fit (here: a capture allowed no memory) are refused before they are
+// drawn, with the sizes, and not cached: a later run with room tries again.
+TEST(Capture, RealInputsThatDoNotFitAreRefusedForNow) {
+  TempDir t;
+  ka::Problem p = ka::load_problem(kRoot / "tests/data/capture/data_branch");
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  {
+    ScopedEnv tiny("KERNELARC_CAPTURE_MEMORY_GIB", "0");
+    ka::CaptureResult r = oracle.capture(p);
+    EXPECT_FALSE(r.captured);
+    EXPECT_NE(r.reason().find("GiB available"), std::string::npos) << r.summary.dump();
+  }
+  ka::CaptureResult again = oracle.capture(p);  // room now: the refusal was not cached
+  EXPECT_FALSE(again.cached);
+  EXPECT_EQ(again.reason().find("GiB available"), std::string::npos) << again.summary.dump();
 }
 
 }  // namespace

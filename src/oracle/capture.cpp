@@ -92,6 +92,11 @@ CaptureResult Oracle::capture(const Problem& p) const {
     fs::remove_all(work);
     user_error("capture: {}", one_line(rr.output.substr(rr.output.size() > 400 ? rr.output.size() - 400 : 0)));
   }
+  if (rr.exit_code == 4 && !rr.timed_out && rr.signal == 0 && result.is_object()) {  // not for now: not cached
+    fs::remove_all(work);
+    out.summary = std::move(result);
+    return out;
+  }
   const bool clean = !rr.timed_out && rr.signal == 0 && (rr.exit_code == 0 || rr.exit_code == 3) && result.is_object();
   if (!clean) {  // not cached: a later call tries again
     fs::remove_all(work);

@@ -16,6 +16,8 @@ input is marked "specialized" with the value traced.
 Exit 0: stdout gets one JSON line {"captured": true, "nodes": N, "ops": {op: count}, ...}.
 Exit 3: the reference could not be captured; stdout gets one JSON line
 {"captured": false, "reason": ..., "op": ... or null, "source": "definition reference line N: ..." or null}.
+Exit 4: the same line, for a reason of this machine at this time (not enough memory to draw the
+real inputs draft export needs): the caller does not cache it.
 Exit 2: usage error (one line on stderr). Everything else goes to stderr.
 """
 
@@ -392,6 +394,7 @@ def capture(spec_path, out_dir, workload_uuid=None):
         except Exception as e:
             raise capture_graph.CaptureError(f"example inputs: {ko.common.exc_text(e)}", source=src.of_exception(e))
         def real_inputs():
+            capture_inputs.check_room_for_real_inputs(values)
             try:
                 return capture_inputs.real_inputs(problem, namespace, w)
             except Exception as e:  # noqa: BLE001
@@ -724,12 +727,12 @@ def _violation_summary(text):
 
 
 def result_of(spec_path, out_dir, workload=None):
-    """(exit status, result line) for one capture: 0 captured, 3 not; UsageError passes through."""
+    """(exit status, result line) for one capture: 0 captured, 3 not, 4 not for now; UsageError passes through."""
     try:
         return 0, capture(spec_path, out_dir, workload)
     except capture_graph.CaptureError as e:
         src = f"definition reference {e.source}" if e.source else None
-        return 3, {"captured": False, "reason": e.reason, "op": e.op, "source": src}
+        return 4 if e.transient else 3, {"captured": False, "reason": e.reason, "op": e.op, "source": src}
     except ko.common.UsageError:
         raise
     except Exception as e:  # noqa: BLE001 — an unexpected failure is still a reason, with a traceback

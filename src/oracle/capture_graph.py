@@ -82,9 +82,10 @@ _DROPPED_OPS = {
 class CaptureError(Exception):
     """A graph that cannot be written: why, the op and the reference's source line."""
 
-    def __init__(self, reason, op=None, source=None):
+    def __init__(self, reason, op=None, source=None, transient=False):
         super().__init__(reason)
         self.reason, self.op, self.source = reason, op, source
+        self.transient = transient  # a matter of this machine now (memory): not to be cached
 
 
 def dtype_name(dtype):

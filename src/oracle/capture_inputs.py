@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kaoracle.common  # noqa: E402,F401  (the oracle's dtype names and input rules)
 import kaoracle.inputs  # noqa: E402,F401
 import kaoracle as ko  # noqa: E402
+import capture_graph  # noqa: E402
 
 MIN_VAR_AXIS = 2  # a var axis traced at 1 would be specialised; graphs hold for every size >= 1
 
@@ -87,6 +88,34 @@ def example_inputs(problem, namespace, workload):
                 shape[-1] //= 2  # the oracle draws the declared shape and packs two values a byte
             values.append(torch.empty(shape, dtype=dtype))
     return values
+
+
+REAL_INPUT_HEADROOM = 2  # draft export holds the inputs and the reference's intermediates
+
+
+def _mem_available():
+    """Bytes a capture may use: KERNELARC_CAPTURE_MEMORY_GIB when set, else /proc/meminfo's MemAvailable."""
+    if os.environ.get("KERNELARC_CAPTURE_MEMORY_GIB"):
+        return int(float(os.environ["KERNELARC_CAPTURE_MEMORY_GIB"]) * 2**30)
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_room_for_real_inputs(values):
+    """Refuses, before drawing them, real inputs this machine cannot hold with room for the
+    reference's intermediates: the kernel would end the capture (out of memory) minutes later."""
+    need = sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+    avail = _mem_available()
+    if avail is not None and need * REAL_INPUT_HEADROOM > avail:
+        raise capture_graph.CaptureError(f"data-dependent: draft export runs the reference on real inputs of the traced workload "
+                           f"({need / 2**30:.1f} GiB), and this machine has {avail / 2**30:.1f} GiB available "
+                           f"(it needs about {REAL_INPUT_HEADROOM}x the inputs)", transient=True)
 
 
 def real_inputs(problem, namespace, workload):
