@@ -65,6 +65,10 @@ ratios = {}
 for tag in tags:
     new, old = load(f"{out}/report_{tag}_new.json"), load(f"{out}/report_{tag}_old.json")
     print(f"{tag}\n  new: {fmt(new)}" + (f"\n  old: {fmt(old)}" if old is not None else ""))
+    for which, rep in (("new", new), ("old", old)):  # a missing report: what the eval said instead
+        log = f"{out}/eval_{tag}_{which}.txt"
+        if rep is None and os.path.exists(log):
+            print(f"  {which}: no report; the eval ended with: " + " | ".join(open(log).read().strip().splitlines()[-3:])[:300])
     if new and old and (tag.startswith("honest") or tag.startswith("adv_side_stream")):
         r = [n["timing"]["median_us"] / o["timing"]["median_us"] for n, o in zip(new, old)
              if n.get("timing") and o.get("timing") and o["timing"]["median_us"] > 0]
