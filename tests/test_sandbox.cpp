@@ -105,9 +105,9 @@ TEST(Sandbox, WritesOnlyItsOwnProcEntries) {
   if (!has_landlock()) GTEST_SKIP() << "this kernel has no Landlock";
   const pid_t parent = ::getpid();
   int rc = in_sandbox("landlock", [parent] {
-    auto writes = [](const std::string& path) {
+    auto writes = [](const std::string& path, const std::string& text = "ka-test") {
       int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-      bool ok = fd >= 0 && ::write(fd, "ka-test", 7) == 7;
+      bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
       if (fd >= 0) ::close(fd);
       return ok;
     };
@@ -118,7 +118,9 @@ TEST(Sandbox, WritesOnlyItsOwnProcEntries) {
     t.join();
     if (!from_thread) return 3;
     if (writes(fmt::format("/proc/{}/comm", parent))) return 4;
-    if (writes("/proc/sys/kernel/hostname")) return 5;
+    std::string host;  // written back unchanged: a write that got through must not rename the machine
+    std::getline(std::ifstream("/proc/sys/kernel/hostname"), host);
+    if (writes("/proc/sys/kernel/hostname", host + "\n")) return 5;
     return 0;
   });
   if (rc == kFeatureOff) GTEST_SKIP() << "Landlock refused the ruleset here";

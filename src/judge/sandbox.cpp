@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
-#include <algorithm>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -18,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>

@@ -113,9 +113,10 @@ def check_room_for_real_inputs(values):
     need = sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
     avail = _mem_available()
     if avail is not None and need * REAL_INPUT_HEADROOM > avail:
-        raise capture_graph.CaptureError(f"data-dependent: draft export runs the reference on real inputs of the traced workload "
-                           f"({need / 2**30:.1f} GiB), and this machine has {avail / 2**30:.1f} GiB available "
-                           f"(it needs about {REAL_INPUT_HEADROOM}x the inputs)", transient=True)
+        raise capture_graph.CaptureError(
+            f"data-dependent: draft export runs the reference on real inputs of the traced workload "
+            f"({need / 2**30:.1f} GiB), and this machine has {avail / 2**30:.1f} GiB available "
+            f"(it needs about {REAL_INPUT_HEADROOM}x the inputs)", transient=True)
 
 
 def real_inputs(problem, namespace, workload):
