@@ -6,7 +6,8 @@
 #   2. the honest solutions (021 and 004 cuBLASLt/WMMA from examples/solutions) and the side-stream
 #      control with its default-stream twin: medians per workload.
 # With an old judge binary in $KA_OLD (default .dev/bin/kernelarc-old when present: a strip of
-# build/src/kernelarc made at the commit before the protocol change), both steps also run under it,
+# build/src/kernelarc made at the commit before the protocol change, in a bin/ folder whose parent
+# holds that commit's src/oracle, include and families), both steps also run under it,
 # alternating new and old per candidate in the same session, and the summary gives the honest
 # medians' new/old ratio per workload. Env: WORKLOADS (default 4: the first N of each problem),
 # STEPS ("adversarial honest"), OUT (logs; default /tmp/ka-out).
@@ -26,9 +27,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --
 judge() {
   local tag=$1 problem=$2 sol=$3
   for which in new old; do
-    local bin=$NEW
-    if [ $which = old ]; then bin=$OLD; [ -n "$bin" ] || continue; fi
-    $bin eval "$P/$problem" -s "$sol" --workloads "$N" --timeout 30 --no-reference-time --no-sol \
+    local bin=$NEW home=${KERNELARC_HOME:-}
+    if [ $which = old ]; then
+      bin=$OLD; [ -n "$bin" ] || continue
+      home=$(cd "$(dirname "$OLD")/.." && pwd)  # the old binary finds its oracle beside it (bin/..)
+    fi
+    KERNELARC_HOME=$home $bin eval "$P/$problem" -s "$sol" --workloads "$N" --timeout 30 --no-reference-time --no-sol \
       --report "$OUT/report_${tag}_$which.json" >"$OUT/eval_${tag}_$which.txt" 2>&1
   done
 }

@@ -7,13 +7,16 @@
 # The seeds (and the probe points of families without seeds) are bench/tools/family_seeds_sass.py's:
 # each is written as one instantiated .cu per side (`emit`) and judged by `kernelarc eval` on the
 # first FlashInfer-Bench problem it is valid for, every workload (WORKLOADS=N: the first N), in
-# ROUNDS alternating rounds (old, new, old, new, ...: drift on the GPU hits both sides alike).
+# ROUNDS rounds; in each, a seed's two sides run back to back, old first in odd rounds and new first in
+# even ones (drift on the GPU hits both sides alike). DEADLINE (seconds from the start): no seed
+# starts after it, so one call gives whole pairs. The judge's reference timing is skipped.
 # Reports: $OUT/seeds_ab/<side>_<seed>_r<round>.json; the summary (bench/tools/family_seeds_ab.py) per
 # seed: verdicts of both sides and the geomean of new/old judged medians over the workloads, per
 # round and overall, then the per-workload table; also in $OUT/seeds_ab/summary.txt.
 # Before the rounds, every candidate of both sides is built (and checked on one workload) in
 # parallel, PREBUILD_JOBS at a time (default 8; 0 skips), so the rounds reuse cached builds.
 set -uo pipefail
+T0=$(date +%s)
 FINAL=${OUT:-/tmp/ka-out}
 OUT=$FINAL/seeds_ab
 mkdir -p "$OUT"
@@ -40,15 +43,20 @@ if (( ${PREBUILD_JOBS:-8} > 0 )); then
     'timeout -k 10 900 "$0" eval "$4" -s "$5" --workloads 1 --no-time --no-reference-time --no-sol >"$1/prebuild_$2_$3.txt" 2>&1; echo "prebuild $2 $3: exit $?"' \
     "$K" "$OUT"
 fi
+# judge_side SIDE KEY PROB SRC ROUND: one seed of one side, every (or the first N) workload, timed.
+judge_side() {
+  local side=$1 key=$2 prob=$3 src=$4 r=$5 tag=${2//\//_}
+  timeout -k 10 "${STEP_S:-900}" "$K" eval "$(local_problem "$prob")" -s "$src" "${wl[@]}" --no-sol --no-reference-time \
+    --report "$OUT/${side}_${tag}_r$r.json" >"$OUT/${side}_${tag}_r$r.txt" 2>&1 </dev/null
+  echo "$side $key round $r: exit $? $(tail -1 "$OUT/${side}_${tag}_r$r.txt")"
+}
+# Per round, each seed's two sides back to back (old first in odd rounds, new first in even ones),
+# so a run cut short by DEADLINE still compares every seed it reached.
 for ((r = 1; r <= ROUNDS; ++r)); do
-  for side in old new; do
-    while IFS=$'\t' read -r key prob src; do
-      tag=${key//\//_}
-      local_prob=$(local_problem "$prob")
-      timeout -k 10 "${STEP_S:-900}" "$K" eval "$local_prob" -s "$src" "${wl[@]}" --no-sol \
-        --report "$OUT/${side}_${tag}_r$r.json" >"$OUT/${side}_${tag}_r$r.txt" 2>&1
-      echo "$side $key round $r: exit $? $(tail -1 "$OUT/${side}_${tag}_r$r.txt")"
-    done <"$OUT/src_$side/manifest.tsv"
+  paste "$OUT/src_old/manifest.tsv" "$OUT/src_new/manifest.tsv" | while IFS=$'\t' read -r key prob src_old _ _ src_new; do
+    if (( $(date +%s) - T0 > ${DEADLINE:-86400} )); then echo "round $r $key: not started (DEADLINE)"; continue; fi
+    if (( r % 2 )); then judge_side old "$key" "$prob" "$src_old" $r; judge_side new "$key" "$prob" "$src_new" $r
+    else judge_side new "$key" "$prob" "$src_new" $r; judge_side old "$key" "$prob" "$src_old" $r; fi
   done
 done | tee "$OUT/runs.txt"
 python3 bench/tools/family_seeds_ab.py "$OUT" | tee "$OUT/summary.txt"
