@@ -1,6 +1,7 @@
 // test_capture.cpp — Oracle::capture: a reference captured as an operator graph (capture.py) with its
 // var axes symbolic and its inputs/outputs named as in the definition, cached per definition (a second
-// call does not run Python); a data-dependent reference is refused with the op and the source line;
+// call does not run Python); F.linear's bias stays inside one addmm; a data-dependent reference is
+// refused with the op and the source line;
 // real inputs too large for the machine are refused for now, uncached.
 #include "util/resources.h"
 #include <gtest/gtest.h>
@@ -93,6 +94,22 @@ TEST(Capture, DataDependentShapeSaysWhichOpAndLine) {
   EXPECT_FALSE(again.captured);
   EXPECT_TRUE(again.cached);
   EXPECT_EQ(again.reason(), r.reason());
+}
+
+// F.linear with a bias stays one addmm: eager adds the bias inside the GEMM and rounds once, where
+// an mm followed by an add would round twice (and miss tight bf16 tolerances).
+TEST(Capture, LinearWithBiasStaysOneAddmm) {
+  TempDir t;
+  ka::Problem p = ka::load_problem(kRoot / "tests/data/capture/linear_bias");
+  ka::Oracle oracle("cpu", t.path / "oracle");
+  ka::CaptureResult r = oracle.capture(p);
+  ASSERT_TRUE(r.captured) << r.summary.dump();
+  json g = json::parse(ka::read_text(r.dir / "graph.json"));
+  std::multiset<std::string> ops;
+  for (const auto& n : g["nodes"]) ops.insert(n["op"].get<std::string>());
+  EXPECT_EQ(ops.count("aten.addmm.default"), 1u);
+  EXPECT_EQ(ops.count("aten.mm.default"), 0u);
+  EXPECT_EQ(ops.count("aten.add.Tensor"), 0u);
 }
 
 // Real inputs that would not fit (here: a capture allowed no memory) are refused before they are

@@ -18,6 +18,7 @@ struct Gemm {
   int64_t batch, m, n, k;
   double alpha, beta;
   bool tf32;
+  const void* bias = nullptr;  // n values added to every row before the one rounding (addmm's bias)
 };
 
 template <int DT, typename I>
@@ -34,6 +35,7 @@ __global__ void __launch_bounds__(256) gemm_naive_kernel(Gemm g) {
       acc += x * y;
     }
     T out = static_cast<T>(g.alpha) * acc;
+    if (g.bias) out += ld<DT>(g.bias, col);
     if (g.beta != 0) out += static_cast<T>(g.beta) * ld<DT>(g.c, e);
     st<DT>(g.c, e, out);
   }
@@ -115,6 +117,11 @@ inline LtPlan lt_plan(LtState& s, const Gemm& g, int64_t align) {
   const cublasOperation_t opa = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa));
   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb));
+  if (g.bias) {  // cuBLASLt's bias is per row of its column-major D, i.e. per column of ours
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias));
+  }
   p.la = g.tb ? lt_layout(t, g.k, g.n, g.k, g.batch, g.n * g.k) : lt_layout(t, g.n, g.k, g.n, g.batch, g.n * g.k);
   p.lb = g.ta ? lt_layout(t, g.m, g.k, g.m, g.batch, g.m * g.k) : lt_layout(t, g.k, g.m, g.k, g.batch, g.m * g.k);
   p.lc = lt_layout(t, g.n, g.m, g.n, g.batch, g.m * g.n);
@@ -141,12 +148,15 @@ inline LtPlan lt_plan(LtState& s, const Gemm& g, int64_t align) {
 inline bool lt_gemm(const Gemm& g) {
   LtState& s = lt_state();
   if (!s.ok) return false;
-  const int64_t align = std::min(ptr_alignment(g.a), std::min(ptr_alignment(g.b), ptr_alignment(g.c)));
-  const std::vector<int64_t> key{g.dtype, g.ta, g.tb, g.tf32, g.batch, g.m, g.n, g.k, align};
+  int64_t align = std::min(ptr_alignment(g.a), std::min(ptr_alignment(g.b), ptr_alignment(g.c)));
+  if (g.bias) align = std::min(align, ptr_alignment(g.bias));
+  const std::vector<int64_t> key{g.dtype, g.ta, g.tb, g.tf32, g.batch, g.m, g.n, g.k, align, g.bias != nullptr};
   auto it = s.plans.find(key);
   if (it == s.plans.end()) it = s.plans.emplace(key, lt_plan(s, g, align)).first;
   const LtPlan& p = it->second;
   if (!p.ok) return false;
+  if (g.bias)  // the plan is shared by every call of this shape: point it at this call's bias
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias));
   const float af = static_cast<float>(g.alpha), bf = static_cast<float>(g.beta);
   const void* alpha = g.dtype == ka::kFloat64 ? static_cast<const void*>(&g.alpha) : &af;
   const void* beta = g.dtype == ka::kFloat64 ? static_cast<const void*>(&g.beta) : &bf;

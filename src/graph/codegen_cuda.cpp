@@ -187,6 +187,14 @@ std::string host_scalar(const Graph& g, const Node& n, const char* kw, size_t po
   throw Unlowered{n.op};
 }
 
+// A bias that holds one value per output column and repeats down the rows (shape [N], [1, N], ...).
+bool is_row_bias(const std::vector<Dim>& bias, const std::vector<Dim>& out) {
+  if (bias.empty() || out.empty() || bias.back().expr != out.back().expr) return false;
+  for (size_t d = 0; d + 1 < bias.size(); ++d)
+    if (bias[d].expr != "1") return false;
+  return true;
+}
+
 void Gen::gemm_step(const Group& gr) {
   const Node& n = g.nodes[static_cast<size_t>(gr.root)];
   const std::string b = op_base(n.op);
@@ -195,8 +203,15 @@ void Gen::gemm_step(const Group& gr) {
   const Value& ov = g.value(out);
   const int av = n.args.at(add ? 1 : 0).value, bv = n.args.at(add ? 2 : 1).value;
   const std::string dst = store_loc(out);
-  const std::string beta = add ? host_scalar(g, n, "beta", 3) : "0.0", alpha = add ? host_scalar(g, n, "alpha", 4) : "1.0";
-  if (add) {  // the bias broadcast into the output, then C = alpha * A·B + beta * C
+  std::string beta = add ? host_scalar(g, n, "beta", 3) : "0.0";
+  const std::string alpha = add ? host_scalar(g, n, "alpha", 4) : "1.0";
+  std::string bias_ptr = "nullptr";
+  if (add && (beta == "1.0" || beta == "1") && is_row_bias(g.value(n.args.at(0).value).type.shape, ov.type.shape)) {
+    // one bias value per output column (F.linear's): cuBLASLt's bias epilogue, nothing to broadcast
+    bias_ptr = gemm_operand(n.args.at(0).value).first;
+    read(bias_ptr);
+    beta = "0.0";
+  } else if (add) {  // the bias broadcast into the output, then C = alpha * A·B + beta * C
     Kernel k;
     k.plan = &plan;
     k.group = -1;
@@ -218,9 +233,9 @@ void Gen::gemm_step(const Group& gr) {
   const auto& bsh = g.value(bv).type.shape;
   const size_t r = as.size();
   const std::string batch = r == 3 ? fmt::format("int64_t({})", expr_cpp(as[0].expr)) : "int64_t(1)";
-  body += fmt::format("  kgc::gemm(kgc::Gemm{{{}, {}, {}, {}, {}, {}, {}, int64_t({}), int64_t({}), int64_t({}), {}, {}, {}}});\n",
+  body += fmt::format("  kgc::gemm(kgc::Gemm{{{}, {}, {}, {}, {}, {}, {}, int64_t({}), int64_t({}), int64_t({}), {}, {}, {}, {}}});\n",
                       dtcode(ov.type.dtype), pa, pb, dst, ta, tb, batch, expr_cpp(as[r - 2].expr), expr_cpp(bsh[r - 1].expr),
-                      expr_cpp(as[r - 1].expr), alpha, beta, opt.tf32);
+                      expr_cpp(as[r - 1].expr), alpha, beta, opt.tf32, bias_ptr);
 }
 
 // index_put: the output is a copy of self, then the values are stored (or added) at the indices.

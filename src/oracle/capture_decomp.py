@@ -5,7 +5,8 @@ by ops it lowers already, and so shrinks the documented op set (docs/graph-forma
 torch ships decompositions for most of these, but they emit prims (prims.var,
 broadcast_in_dim) or as_strided views; these are written with Core ATen ops only. Normalisations
 keep torch's precision: half-precision inputs are computed in float32 and the result cast back,
-as the CPU and CUDA kernels do.
+as the CPU and CUDA kernels do. `addmm` (what `F.linear` with a bias becomes) is left whole: eager
+adds the bias inside the GEMM and rounds once, and mm followed by add would round twice.
 """
 
 from __future__ import annotations
@@ -94,15 +95,6 @@ def _native_group_norm(x, weight, bias, n, c, hxw, group, eps):
     return out, aten.view.default(mean, [n, group]), aten.view.default(rstd, [n, group])
 
 
-def _addmm(bias, a, b, *, beta=1, alpha=1):
-    prod = aten.mm.default(a, b)
-    if alpha != 1:
-        prod = aten.mul.Tensor(prod, alpha)
-    if beta == 0:
-        return prod
-    return aten.add.Tensor(prod, bias if beta == 1 else aten.mul.Tensor(bias, beta))
-
-
 def extra_decompositions():
     """{OpOverload: decomposition} added to torch.export.default_decompositions()."""
     return {
@@ -112,5 +104,4 @@ def extra_decompositions():
         aten.var_mean.correction: _var_mean,
         aten.native_layer_norm.default: _native_layer_norm,
         aten.native_group_norm.default: _native_group_norm,
-        aten.addmm.default: _addmm,
     }

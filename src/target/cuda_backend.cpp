@@ -100,8 +100,10 @@ std::string subscribe_launches() {
 // The margin of the idle check: after the call returns, the device may stay busy for the records'
 // span plus this (launch latency, the host's wake-up from the sync, a loaded host) (docs/judge.md).
 constexpr double kTailSlackUs = 50.0, kTailSlackOfSpan = 0.25;
-// Records may start before the call's first timestamp or end after the sync by this much at most.
-constexpr uint64_t kClockSlackNs = 2000;
+// Records may start before the call's first timestamp or end after the sync by this much at most:
+// CUPTI maps GPU timestamps onto the host clock, and on an H100 an honest prefill kernel's record
+// ended 2.1 us after the sync. Slack cannot shorten a span (a record outside the call only widens it).
+constexpr uint64_t kClockSlackNs = 20000;
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = 8u << 20;
