@@ -185,7 +185,11 @@ std::string smallest_workload(const Problem& p) {
 TEST(GraphHostDev, FixedSubsetPassesOnTheHostTarget) {
   if (!fs::exists(resource_path("src/oracle") / "capture.py")) GTEST_SKIP() << "no capture script";
   const std::vector<std::string> subset{"L1/011_rotary_position_embedding", "L1/002_vae_conv3x3_groupnorm_silu_residual_fused",
-                                        "L1/008_expert_output_weighted_index_add_accumulation"};
+                                        "L1/008_expert_output_weighted_index_add_accumulation",
+                                        // F.linear's bias inside one rounding, under a tight bf16 tolerance
+                                        "L1/005_conv_gated_projection_with_causal_conv",
+                                        // fp8 block quantisation, and topk(sorted=False) in the CPU kernel's order
+                                        "Quant/011_fp8_moe_gate_routing"};
   if (!fs::exists(dev_problem(subset[0]) / "definition.json")) GTEST_SKIP() << "no dev problems";
   const fs::path out = make_temp_dir((fs::temp_directory_path() / "ka-graph-dev-").string());
   const std::vector<std::string> env{"KERNELARC_CACHE=" + (fs::path(KA_BUILD_DIR) / "test-graph-cache").string()};

@@ -225,7 +225,21 @@ inline void order(const double* x, int64_t n, bool desc, std::vector<int64_t>& i
     return desc ? key(a) > key(b) : key(a) < key(b);
   });
 }
-inline R sort_topk(const T& x, int64_t dim, int64_t kk, bool desc, int vdt, int idt) {
+// topk(sorted=False) leaves its k values in an unspecified order, which torch's CPU kernel decides:
+// with k * 64 > n, std::nth_element around the k-th over (value, index) pairs in index order, and
+// the first k as that leaves them (else a partial sort, i.e. sorted). The reference runs that
+// kernel on a CPU, so the host backend reproduces it; positions are compared one by one.
+inline void cpu_unsorted_topk(const double* x, int64_t n, int64_t kk, bool desc, std::vector<int64_t>& idx) {
+  auto before = [&](int64_t a, int64_t b) {
+    const bool na = std::isnan(x[a]), nb = std::isnan(x[b]);
+    return desc ? ((na && !nb) || x[a] > x[b]) : ((!na && nb) || x[a] < x[b]);
+  };
+  idx.resize(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  if (kk * 64 <= n) std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(), before);
+  else if (kk > 0) std::nth_element(idx.begin(), idx.begin() + kk - 1, idx.end(), before);
+}
+inline R sort_topk(const T& x, int64_t dim, int64_t kk, bool desc, int vdt, int idt, bool sorted = true) {
   dim = wrap_dim(dim, x.dim());
   Shape perm;
   for (int64_t d = 0; d < x.dim(); ++d) if (d != dim) perm.push_back(d);
@@ -237,7 +251,8 @@ inline R sort_topk(const T& x, int64_t dim, int64_t kk, bool desc, int vdt, int 
   T v = empty(os, vdt), ix = empty(os, idt);
   std::vector<int64_t> idx;
   for (int64_t r = 0; r < rows; ++r) {
-    order(c.data() + r * n, n, desc, idx);
+    if (sorted) order(c.data() + r * n, n, desc, idx);
+    else cpu_unsorted_topk(c.data() + r * n, n, kk, desc, idx);
     for (int64_t i = 0; i < kk; ++i) {
       v.data()[r * kk + i] = c.data()[r * n + idx[i]];
       ix.data()[r * kk + i] = static_cast<double>(idx[i]);
@@ -264,7 +279,9 @@ KG_OP(aten_sort_stable) {
 KG_OP(aten_topk_default) {
   const kg::A& d = kg::arg(p, k, 2, "dim");
   const kg::A& l = kg::arg(p, k, 3, "largest");
-  return kg::sort_topk(p[0].t, d.none() ? -1 : d.integer(), p[1].integer(), l.none() || l.num() != 0, o[0], o.size() > 1 ? o[1] : kg::I64);
+  const kg::A& so = kg::arg(p, k, 4, "sorted");
+  return kg::sort_topk(p[0].t, d.none() ? -1 : d.integer(), p[1].integer(), l.none() || l.num() != 0, o[0],
+                       o.size() > 1 ? o[1] : kg::I64, so.none() || so.num() != 0);
 }
 KG_OP(aten_argsort_default) {
   const kg::A& d = kg::arg(p, k, 1, "dim");
