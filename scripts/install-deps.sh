@@ -33,6 +33,12 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
   echo "install-deps: installing PyTorch for the oracle"
   pip_install "torch==2.11.0"
 fi
+# References may call numpy (e.g. `.cpu().numpy()`), as SOL-ExecBench's environment allows.
+NUMPY=2.4.6
+if [ "$("$PY" -c 'import numpy; print(numpy.__version__)' 2>/dev/null)" != "$NUMPY" ]; then
+  echo "install-deps: installing NumPy $NUMPY for the oracle's references"
+  pip_install "numpy==$NUMPY"
+fi
 PLOTLY=7.1.0
 if [ "$("$PY" -c 'import plotly; print(plotly.__version__)' 2>/dev/null)" != "$PLOTLY" ]; then
   echo "install-deps: installing Plotly $PLOTLY for the campaign reports"
