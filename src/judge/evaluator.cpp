@@ -296,7 +296,8 @@ WorkerReply JudgeSession::hold(const std::vector<size_t>& ids) {
       if (held_.count(i)) continue;
       std::shared_ptr<const InputSet> s = set(i);
       keep_reference(i, std::make_shared<const std::vector<Tensor>>(s->outputs));  // not the inputs
-      WorkerReply put = worker.put(static_cast<int64_t>(i), call_args(*s), std::max(opt_.timeout, std::chrono::milliseconds(600000)));
+      WorkerReply put = worker.put(static_cast<int64_t>(i), call_args(*s), std::max(opt_.timeout, std::chrono::milliseconds(600000)),
+                                   attempt == 0);  // after the drop, this run's sets may take more than the budget
       if (!put.ok && flag(put, "no_room")) {
         full = true;
         break;

@@ -272,8 +272,9 @@ WorkerReply WorkerClient::calibrate(const json& request, std::chrono::millisecon
   return raw_request({{"op", "calibrate"}, {"request", request}}, {}, timeout);
 }
 
-WorkerReply WorkerClient::put(int64_t set, const std::vector<CallArg>& args, std::chrono::milliseconds timeout) {
-  json h = {{"op", "put"}, {"set", set}, {"args", json::array()}};
+WorkerReply WorkerClient::put(int64_t set, const std::vector<CallArg>& args, std::chrono::milliseconds timeout,
+                              bool budgeted) {
+  json h = {{"op", "put"}, {"set", set}, {"args", json::array()}, {"budget", budgeted}};
   std::vector<std::pair<const void*, size_t>> payload;
   for (const auto& a : args) {
     const Tensor& t = *a.tensor;

@@ -44,8 +44,10 @@ class WorkerClient {
   const nlohmann::json& hello();
   WorkerReply load(const std::filesystem::path& library, std::chrono::milliseconds timeout);
   // Keeps an input set in the worker under `set` (op "put": the inputs' bytes; outputs travel as
-  // dtype and shape only). A refusal for want of device memory comes back with header "no_room".
-  WorkerReply put(int64_t set, const std::vector<CallArg>& args, std::chrono::milliseconds timeout);
+  // dtype and shape only). A refusal for want of device memory comes back with header "no_room";
+  // so does one that would take the kept sets past the worker's budget (half the device), unless
+  // `budgeted` is false (the sets of one run, after every other set was dropped).
+  WorkerReply put(int64_t set, const std::vector<CallArg>& args, std::chrono::milliseconds timeout, bool budgeted = true);
   // Frees kept sets (all of them when `sets` is empty).
   WorkerReply drop(const std::vector<int64_t>& sets, std::chrono::milliseconds timeout);
   // Starts a run (op "run"; a fresh worker is started and the candidate reloaded if needed).

@@ -89,8 +89,9 @@ class Worker {
   }
 
   int loop() {
-    if (!wire::write_message(out_, {{"ok", true}, {"target", be_->name()}, {"device", be_->device_info()},
-                                    {"sandbox", sandbox_}}))
+    const json device = be_->device_info();
+    kept_budget_ = kept_set_budget(device.value("memory_bytes", uint64_t{0}));
+    if (!wire::write_message(out_, {{"ok", true}, {"target", be_->name()}, {"device", device}, {"sandbox", sandbox_}}))
       return 1;
     for (;;) {
       json h;
@@ -139,10 +140,27 @@ class Worker {
   };
   std::map<int64_t, KeptSet> sets_;
   std::vector<std::byte> stage_a_, stage_b_;
+  // Kept sets may fill half the device's memory at most: the rest is the candidate's, and the
+  // oracle's, which draws the next sets on the same device while this worker holds these.
+  size_t kept_budget_ = 0, kept_bytes_ = 0;  // budget 0: no device size known, no limit
+
+  static size_t kept_set_budget(uint64_t device_bytes) { return static_cast<size_t>(device_bytes / 2); }
+
+  static size_t set_bytes(const KeptSet& s) {
+    size_t n = 0;
+    for (const Arg& a : s.args)
+      if (!a.output && !a.scalar) n += a.nbytes;
+    return n;
+  }
 
   void release(KeptSet& s) {
+    bool held = false;
     for (void*& p : s.pristine)
-      if (p) be_->release(std::exchange(p, nullptr));
+      if (p) {
+        be_->release(std::exchange(p, nullptr));
+        held = true;
+      }
+    if (held) kept_bytes_ -= std::min(kept_bytes_, set_bytes(s));
   }
 
   void reply_fail(const std::string& verdict, const std::string& msg, bool fatal) {
@@ -209,12 +227,18 @@ class Worker {
   }
 
   // "put": {"set": ID, "args": [...]} with the inputs' bytes as payload (outputs: dtype and shape
-  // only). A set that does not fit on the device is refused with "no_room".
+  // only). A set that does not fit on the device, or would take the kept sets past their budget
+  // (half the device's memory; not checked with "budget": false), is refused with "no_room".
   void put(const json& h) {
     const int64_t id = h.at("set");
     KeptSet s;
     s.args = read_args(h);
     s.pristine.assign(s.args.size(), nullptr);
+    if (h.value("budget", true) && kept_budget_ && kept_bytes_ + set_bytes(s) > kept_budget_) {
+      wire::write_message(out_, {{"ok", false}, {"verdict", "unavailable"}, {"no_room", true}, {"fatal", false},
+                                 {"message", "the kept input sets would hold more than half the device's memory"}});
+      return;
+    }
     try {
       for (size_t i = 0; i < s.args.size(); ++i) {
         if (s.args[i].output || s.args[i].scalar) continue;
@@ -232,6 +256,7 @@ class Worker {
     for (size_t i = 0; i < s.args.size(); ++i)
       if (s.pristine[i]) std::vector<std::byte>().swap(s.args[i].host);  // the device copy is the one kept
     if (auto old = sets_.find(id); old != sets_.end()) release(old->second);
+    kept_bytes_ += set_bytes(s);
     sets_[id] = std::move(s);
     wire::write_message(out_, {{"ok", true}});
   }
