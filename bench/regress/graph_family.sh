@@ -27,8 +27,9 @@ DEV=${DEV:-$(dirname "$P")}
 [[ -n ${RESUME:-} && ! -f $OUT/status.tsv ]] && cp -r "$RESUME"/. "$OUT"/
 mkdir -p "$OUT/logs" "$OUT/families"
 touch "$OUT/status.tsv"
-rm -rf "$OUT/families/graph_cuda" && cp -r families/graph_cuda "$OUT/families/"
-[[ -f $OUT/gpu.txt ]] || gpu_facts "$OUT/gpu.txt"
+FAMILY=graph_${TARGET:-cuda}  # the family of the target: graph_host when the script is checked on a CPU
+rm -rf "$OUT/families"/graph_* && cp -r "families/$FAMILY" "$OUT/families/"
+[[ -f $OUT/gpu.txt ]] || { [[ ${TARGET:-cuda} == cuda ]] && gpu_facts "$OUT/gpu.txt"; } || echo "no GPU (target ${TARGET:-cuda})" >"$OUT/gpu.txt"
 [[ ${TARGET:-cuda} == cuda && -f $SOL_CACHE ]] && mkdir -p "$KERNELARC_CACHE" &&
   { tar xzf "$SOL_CACHE" -C "$KERNELARC_CACHE" --skip-old-files oracle-timings 2>>"$OUT/gpu.txt" || true; }
 
@@ -56,8 +57,8 @@ for pr in "${probs[@]}"; do
   $K coverage "$pr" --json --families "$OUT/families" >"$OUT/logs/$name.coverage.json" 2>"$OUT/logs/$name.coverage.err"
   lowered=$(python3 -c "import json,sys
 r=json.load(open(sys.argv[1]))[0]
-print('yes' if r['captured'] and r['backends'].get('cuda',{}).get('lowered') else ('not captured' if not r['captured'] else 'not lowered: '+','.join(r['backends']['cuda']['ops_not_lowered'])))" \
-    "$OUT/logs/$name.coverage.json" 2>/dev/null || echo "coverage failed")
+print('yes' if r['captured'] and r['backends'].get(sys.argv[2],{}).get('lowered') else ('not captured' if not r['captured'] else 'not lowered: '+','.join(r['backends'][sys.argv[2]]['ops_not_lowered'])))" \
+    "$OUT/logs/$name.coverage.json" "${TARGET:-cuda}" 2>/dev/null || echo "coverage failed")
   if [[ $lowered != yes ]]; then
     status "$name" "$lowered" 0
     continue
@@ -75,7 +76,7 @@ done
 
 python3 bench/tools/graph_family_summary.py "$OUT/camp" "$OUT/status.tsv" >"$OUT/summary_table.tsv" 2>"$OUT/summary.err"
 {
-  echo "=== graph_cuda campaign: $(head -2 "$OUT/gpu.txt" | tail -1), $(date -u +%FT%TZ), N=$N, $(wc -l <"$OUT/status.tsv") problems done"
+  echo "=== $FAMILY campaign: $(head -2 "$OUT/gpu.txt" | tail -1), $(date -u +%FT%TZ), N=$N, $(wc -l <"$OUT/status.tsv") problems done"
   [[ -s $OUT/logs/skipped.txt ]] && echo "not started this call: $(wc -l <"$OUT/logs/skipped.txt") (run again to resume)"
   column -t -s $'\t' "$OUT/summary_table.tsv" 2>/dev/null || cat "$OUT/summary_table.tsv"
 } | tee "$OUT/summary.txt"
