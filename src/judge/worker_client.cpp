@@ -102,6 +102,17 @@ std::vector<std::string> sandbox_mode_args() {
   user_error("KERNELARC_SANDBOX='{}': expected on, off or without:NAME,... with names from {}", mode, names);
 }
 
+// KERNELARC_KEPT_SETS_BYTES as worker arguments: the most bytes of input sets the worker keeps on
+// the device (unset: half the device's memory), e.g. for a GPU shared with other work.
+std::vector<std::string> kept_bytes_args() {
+  const char* env = std::getenv("KERNELARC_KEPT_SETS_BYTES");
+  if (!env || !*env) return {};
+  const std::string v = env;
+  if (v.find_first_not_of("0123456789") != std::string::npos || v.size() > 18 || std::stoll(v) <= 0)
+    user_error("KERNELARC_KEPT_SETS_BYTES='{}': expected a positive number of bytes", v);
+  return {"--kept-bytes", v};
+}
+
 // The worker: `kernelarc worker --target T [--read FOLDER]... [--no-sandbox]`, with the scrubbed
 // environment only and none of this process's open files. This process is made non-dumpable first.
 void WorkerClient::start_worker() {
@@ -112,6 +123,7 @@ void WorkerClient::start_worker() {
     argv.push_back(t.string());
   }
   for (const std::string& a : sandbox_mode_args()) argv.push_back(a);
+  for (const std::string& a : kept_bytes_args()) argv.push_back(a);
   child_.start(argv, log_.string(), worker_environment(), true);
 }
 

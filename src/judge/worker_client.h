@@ -34,6 +34,9 @@ struct CallArg {
 // The worker's sandbox arguments for the judge's KERNELARC_SANDBOX (on, off, without:NAME,...);
 // a UserError for any other value.
 std::vector<std::string> sandbox_mode_args();
+// The worker's --kept-bytes for the judge's KERNELARC_KEPT_SETS_BYTES (unset: none); a UserError
+// for anything but a positive number.
+std::vector<std::string> kept_bytes_args();
 
 class WorkerClient {
  public:

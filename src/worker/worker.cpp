@@ -82,15 +82,15 @@ struct Buffers {
 
 class Worker {
  public:
-  Worker(int in, int out, std::unique_ptr<Backend> b, json sandbox)
-      : in_(in), out_(out), be_(std::move(b)), sandbox_(std::move(sandbox)) {}
+  Worker(int in, int out, std::unique_ptr<Backend> b, json sandbox, size_t kept_bytes)
+      : in_(in), out_(out), be_(std::move(b)), sandbox_(std::move(sandbox)), kept_override_(kept_bytes) {}
   ~Worker() {
     for (auto& [id, s] : sets_) release(s);
   }
 
   int loop() {
     const json device = be_->device_info();
-    kept_budget_ = kept_set_budget(device.value("memory_bytes", uint64_t{0}));
+    kept_budget_ = kept_override_ ? kept_override_ : kept_set_budget(device.value("memory_bytes", uint64_t{0}));
     if (!wire::write_message(out_, {{"ok", true}, {"target", be_->name()}, {"device", device}, {"sandbox", sandbox_}}))
       return 1;
     for (;;) {
@@ -142,6 +142,7 @@ class Worker {
   std::vector<std::byte> stage_a_, stage_b_;
   // Kept sets may fill half the device's memory at most: the rest is the candidate's, and the
   // oracle's, which draws the next sets on the same device while this worker holds these.
+  size_t kept_override_ = 0;                  // --kept-bytes (KERNELARC_KEPT_SETS_BYTES in the judge)
   size_t kept_budget_ = 0, kept_bytes_ = 0;  // budget 0: no device size known, no limit
 
   static size_t kept_set_budget(uint64_t device_bytes) { return static_cast<size_t>(device_bytes / 2); }
@@ -418,7 +419,7 @@ void Worker::after_call(const std::vector<KeptSet*>& sets, size_t cur, const std
 
 }  // namespace
 
-int worker_main(const std::string& target, const SandboxPolicy& sandbox) {
+int worker_main(const std::string& target, const SandboxPolicy& sandbox, size_t kept_bytes) {
   // First, single-threaded, before the backend opens the device: the sandbox (judge/sandbox.h).
   SandboxReport jail = enter_sandbox(sandbox);
   std::fprintf(stderr, "%s\n", jail.summary().c_str());
@@ -438,7 +439,7 @@ int worker_main(const std::string& target, const SandboxPolicy& sandbox) {
     wire::write_message(out, {{"ok", false}, {"verdict", f.verdict}, {"message", f.message}, {"fatal", true}});
     return 2;
   }
-  return Worker(in, out, std::move(be), json{{"on", jail.on}, {"off", jail.off}}).loop();
+  return Worker(in, out, std::move(be), json{{"on", jail.on}, {"off", jail.off}}, kept_bytes).loop();
 }
 
 }  // namespace ka
