@@ -27,8 +27,9 @@ struct Eval {
 };
 
 // Runs `kernelarc eval ... --json` and parses the report it prints.
-Eval run_eval(const std::vector<std::string>& cmd, const fs::path& cache) {
-  ka::RunResult r = ka::run_command(cmd, std::chrono::minutes(5), {"KERNELARC_CACHE=" + cache.string()});
+Eval run_eval(const std::vector<std::string>& cmd, const fs::path& cache, std::vector<std::string> env = {}) {
+  env.push_back("KERNELARC_CACHE=" + cache.string());
+  ka::RunResult r = ka::run_command(cmd, std::chrono::minutes(5), env);
   Eval e;
   e.exit_code = r.exit_code;
   e.output = r.output;
@@ -113,18 +114,15 @@ TEST(JudgeHost, SendingInputsWithEveryCallGivesTheSameVerdicts) {
 // With room for no kept set at all (KERNELARC_KEPT_SETS_BYTES=1), each workload's sets are still
 // put once every other set is dropped, and a correct candidate passes every workload.
 TEST(JudgeHost, KeptSetsPastTheirBudgetAreDroppedAndTheRunGoesOn) {
-  std::vector<std::string> cmd{KA_BINARY, "eval", kProblem.string(), "--solution",
-                               (kRoot / "examples/solutions/rmsnorm_h128/rmsnorm_host.cpp").string(), "--workloads", "2",
-                               "--timeout", "5", "--no-reference-time", "--iterations", "5", "--warmup", "1", "--json"};
-  ka::RunResult r = ka::run_command(cmd, std::chrono::minutes(5),
-                                    {"KERNELARC_CACHE=" + shared_cache().string(), "KERNELARC_KEPT_SETS_BYTES=1"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  json report = json::parse(r.output.substr(r.output.find("{\n")), nullptr, false);
-  ASSERT_TRUE(report.is_object()) << r.output;
-  ASSERT_EQ(report["workloads"].size(), 2u);
-  for (const auto& w : report["workloads"]) EXPECT_EQ(w["verdict"], "passed") << w.dump();
-  ka::RunResult bad = ka::run_command(cmd, std::chrono::minutes(1),
-                                      {"KERNELARC_CACHE=" + shared_cache().string(), "KERNELARC_KEPT_SETS_BYTES=lots"});
+  const std::vector<std::string> cmd{KA_BINARY, "eval", kProblem.string(), "--solution",
+                                     (kRoot / "examples/solutions/rmsnorm_h128/rmsnorm_host.cpp").string(), "--workloads", "2",
+                                     "--timeout", "5", "--no-reference-time", "--iterations", "5", "--warmup", "1", "--json"};
+  Eval e = run_eval(cmd, shared_cache(), {"KERNELARC_KEPT_SETS_BYTES=1"});
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  ASSERT_TRUE(e.report.is_object()) << e.output;
+  ASSERT_EQ(e.report["workloads"].size(), 2u);
+  for (const auto& w : e.report["workloads"]) EXPECT_EQ(w["verdict"], "passed") << w.dump();
+  Eval bad = run_eval(cmd, shared_cache(), {"KERNELARC_KEPT_SETS_BYTES=lots"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("KERNELARC_KEPT_SETS_BYTES"), std::string::npos) << bad.output;
 }

@@ -29,7 +29,9 @@ mkdir -p "$OUT/logs" "$OUT/families"
 touch "$OUT/status.tsv"
 FAMILY=graph_${TARGET:-cuda}  # the family of the target: graph_host when the script is checked on a CPU
 rm -rf "$OUT/families"/graph_* && cp -r "families/$FAMILY" "$OUT/families/"
-[[ -f $OUT/gpu.txt ]] || { [[ ${TARGET:-cuda} == cuda ]] && gpu_facts "$OUT/gpu.txt"; } || echo "no GPU (target ${TARGET:-cuda})" >"$OUT/gpu.txt"
+if [[ ! -f $OUT/gpu.txt ]]; then
+  if [[ ${TARGET:-cuda} == cuda ]]; then gpu_facts "$OUT/gpu.txt"; else echo "no GPU (target host)" >"$OUT/gpu.txt"; fi
+fi
 [[ ${TARGET:-cuda} == cuda && -f $SOL_CACHE ]] && mkdir -p "$KERNELARC_CACHE" &&
   { tar xzf "$SOL_CACHE" -C "$KERNELARC_CACHE" --skip-old-files oracle-timings 2>>"$OUT/gpu.txt" || true; }
 

@@ -118,9 +118,8 @@ inline LtPlan lt_plan(LtState& s, const Gemm& g, int64_t align) {
   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa));
   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb));
   if (g.bias) {  // cuBLASLt's bias is per row of its column-major D, i.e. per column of ours
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;  // its pointer is set per call (lt_gemm)
     cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
-    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias));
   }
   p.la = g.tb ? lt_layout(t, g.k, g.n, g.k, g.batch, g.n * g.k) : lt_layout(t, g.n, g.k, g.n, g.batch, g.n * g.k);
   p.lb = g.ta ? lt_layout(t, g.m, g.k, g.m, g.batch, g.m * g.k) : lt_layout(t, g.k, g.m, g.k, g.batch, g.m * g.k);

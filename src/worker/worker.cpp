@@ -137,6 +137,7 @@ class Worker {
   struct KeptSet {
     std::vector<Arg> args;        // inputs (host bytes of scalars only), then outputs (dtype/shape)
     std::vector<void*> pristine;  // device copy of each non-scalar input, parallel to args
+    size_t kept_bytes = 0;        // what it counts against the budget once kept
   };
   std::map<int64_t, KeptSet> sets_;
   std::vector<std::byte> stage_a_, stage_b_;
@@ -155,13 +156,9 @@ class Worker {
   }
 
   void release(KeptSet& s) {
-    bool held = false;
     for (void*& p : s.pristine)
-      if (p) {
-        be_->release(std::exchange(p, nullptr));
-        held = true;
-      }
-    if (held) kept_bytes_ -= std::min(kept_bytes_, set_bytes(s));
+      if (p) be_->release(std::exchange(p, nullptr));
+    kept_bytes_ -= std::exchange(s.kept_bytes, 0);
   }
 
   void reply_fail(const std::string& verdict, const std::string& msg, bool fatal) {
@@ -257,7 +254,8 @@ class Worker {
     for (size_t i = 0; i < s.args.size(); ++i)
       if (s.pristine[i]) std::vector<std::byte>().swap(s.args[i].host);  // the device copy is the one kept
     if (auto old = sets_.find(id); old != sets_.end()) release(old->second);
-    kept_bytes_ += set_bytes(s);
+    s.kept_bytes = set_bytes(s);
+    kept_bytes_ += s.kept_bytes;
     sets_[id] = std::move(s);
     wire::write_message(out_, {{"ok", true}});
   }
