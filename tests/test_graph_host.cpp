@@ -209,3 +209,40 @@ TEST(GraphHostDev, FixedSubsetPassesOnTheHostTarget) {
   }
   fs::remove_all(out);
 }
+
+// Python control flow over a var axis (a loop over the rows, a branch on the width) is refused as
+// a symbolic graph and captured once per distinct shape; the candidate dispatches on the shapes,
+// so it passes every workload it was generated for and none of a shape it never saw.
+TEST(GraphHostDev, PerShapeCaptureDispatchesOnShapes) {
+  if (!fs::exists(resource_path("src/oracle") / "capture.py")) GTEST_SKIP() << "no capture script";
+  const fs::path root = make_temp_dir((fs::temp_directory_path() / "ka-per-shape-").string());
+  const std::vector<std::string> env{"KERNELARC_CACHE=" + (root / "cache").string()};
+  const fs::path full = source_root() / "tests/data/capture/shape_loop", first = root / "first";
+  fs::create_directories(first);  // the same problem with its first workload (one shape) only
+  fs::copy_file(full / "definition.json", first / "definition.json");
+  const std::string lines = read_text(full / "workload.jsonl");
+  write_atomic(first / "workload.jsonl", lines.substr(0, lines.find('\n') + 1));
+
+  RunResult cov = run_command({KA_BINARY, "coverage", full.string(), "--json", "--emit", (root / "all").string()}, std::chrono::minutes(10), env);
+  ASSERT_EQ(cov.exit_code, 0) << cov.output;
+  const nlohmann::json rows = nlohmann::json::parse(cov.output.substr(cov.output.find("[\n")));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(rows[0]["captured"].get<bool>()) << rows[0].dump();
+  EXPECT_EQ(rows[0]["shapes"], 2);  // three workloads, two distinct shapes
+  EXPECT_NE(rows[0]["per_shape_because"].get<std::string>().find("specialized"), std::string::npos) << rows[0].dump();
+  auto eval = [&](const fs::path& cand) {
+    return run_command({KA_BINARY, "eval", full.string(), "--solution", cand.string(), "--target", "host", "--timeout", "300",
+                        "--no-time", "--no-reference-time", "--no-sol"},
+                       std::chrono::minutes(10), env);
+  };
+  RunResult all = eval(root / "all" / "capture_shape_loop.graph_host.json");
+  EXPECT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_NE(all.output.find("3/3 workloads passed"), std::string::npos) << all.output;
+
+  RunResult cov1 = run_command({KA_BINARY, "coverage", first.string(), "--emit", (root / "one").string()}, std::chrono::minutes(10), env);
+  ASSERT_EQ(cov1.exit_code, 0) << cov1.output;
+  RunResult one = eval(root / "one" / "capture_shape_loop.graph_host.json");  // generated for the 2x4 shape alone
+  EXPECT_NE(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("1/3 workloads passed"), std::string::npos) << one.output;
+  fs::remove_all(root);
+}

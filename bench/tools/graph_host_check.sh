@@ -8,7 +8,9 @@
 #        /tmp/ka-graph-host-check; re-runs skip problems already judged there), TIMEOUT (seconds per
 #        judge call, default 900), JOBS (problems judged at once, default 1)
 #
-# Writes OUT/coverage.json (kernelarc coverage --json), OUT/cands/<problem>.graph_host.json (the
+# Each problem is judged as a folder of its smallest workload alone (OUT/stage/<problem>), so a
+# reference captured per shape (docs/graph-format.md) is captured at that one shape. Writes
+# OUT/coverage.json (kernelarc coverage --json of the staged folders), OUT/cands/<problem>.graph_host.json (the
 # generated candidates), OUT/logs/<problem>.txt (judge output) and OUT/results.tsv
 # (problem, status: PASS | FAIL | NOT_CAPTURED | NOT_LOWERED, detail).
 set -u
@@ -20,15 +22,15 @@ JOBS=${JOBS:-1}
 if [ $# -eq 0 ]; then
   set -- ../shared/problems/sol-execbench/L1 ../shared/problems/sol-execbench/L2 ../shared/problems/sol-execbench/Quant
 fi
-mkdir -p "$OUT/cands" "$OUT/logs" "$OUT/done"
-"$KA" coverage "$@" --json --emit "$OUT/cands" > "$OUT/coverage.json" || { echo "coverage failed" >&2; exit 2; }
+mkdir -p "$OUT/cands" "$OUT/logs" "$OUT/done" "$OUT/stage"
 
-# Problem folders in the order coverage listed them, with the smallest workload's uuid.
-python3 - "$OUT/coverage.json" "$@" > "$OUT/plan.tsv" <<'PY'
-import json, math, os, sys
-cov = {r["name"]: r for r in json.load(open(sys.argv[1]))}
+# Each problem as a one-workload problem folder (its smallest workload) under OUT/stage, so that a
+# reference captured per shape is captured at that shape alone; plan.tsv: name, staged folder, uuid.
+python3 - "$OUT/stage" "$@" > "$OUT/plan.tsv" <<'PY'
+import json, math, os, shutil, sys
+stage, roots = sys.argv[1], sys.argv[2:]
 dirs = []
-for root in sys.argv[2:]:
+for root in roots:
     if os.path.isfile(os.path.join(root, "definition.json")):
         dirs.append(root)
     else:
@@ -37,10 +39,29 @@ for root in sys.argv[2:]:
                 dirs.append(os.path.join(root, d))
 for d in dirs:
     name = json.load(open(os.path.join(d, "definition.json")))["name"]
+    lines = [l for l in open(os.path.join(d, "workload.jsonl")) if l.strip()]
+    size = lambda l: math.prod(v for v in json.loads(l).get("axes", {}).values() if isinstance(v, int))
+    smallest = min(lines, key=size) if lines else ""
+    dst = os.path.join(stage, os.path.basename(d.rstrip("/")))
+    if not os.path.isdir(dst):
+        os.makedirs(dst + ".tmp", exist_ok=True)
+        for f in ("definition.json", "metadata.json"):
+            if os.path.isfile(os.path.join(d, f)):
+                shutil.copy(os.path.join(d, f), dst + ".tmp")
+        if os.path.isdir(os.path.join(d, "blobs")):  # hard links where the file system allows (blobs are large)
+            shutil.copytree(os.path.join(d, "blobs"), os.path.join(dst + ".tmp", "blobs"),
+                            copy_function=lambda a, b: os.link(a, b) if os.stat(a).st_dev == os.stat(os.path.dirname(b)).st_dev else shutil.copy2(a, b))
+        open(os.path.join(dst + ".tmp", "workload.jsonl"), "w").write(smallest)
+        os.rename(dst + ".tmp", dst)
+    print("\t".join([name, dst, json.loads(smallest)["uuid"] if smallest else ""]))
+PY
+"$KA" coverage "$OUT/stage" --json --emit "$OUT/cands" > "$OUT/coverage.json" || { echo "coverage failed" >&2; exit 2; }
+python3 - "$OUT/coverage.json" "$OUT/plan.tsv" > "$OUT/plan2.tsv" <<'PY'
+import json, sys
+cov = {r["name"]: r for r in json.load(open(sys.argv[1]))}
+for line in open(sys.argv[2]):
+    name, d, uuid = line.rstrip("\n").split("\t")
     r = cov.get(name, {"captured": False, "reason": "not in coverage", "ops_not_lowered": []})
-    wls = [json.loads(l) for l in open(os.path.join(d, "workload.jsonl")) if l.strip()]
-    size = lambda w: math.prod(v for v in w.get("axes", {}).values() if isinstance(v, int))
-    uuid = min(wls, key=size)["uuid"] if wls else ""
     if not r["captured"]:
         status, detail = "NOT_CAPTURED", r["reason"]
     elif r["ops_not_lowered"]:
@@ -49,6 +70,7 @@ for d in dirs:
         status, detail = "JUDGE", ""
     print("\t".join([name, d, uuid, status, " ".join(detail.split())[:300]]))
 PY
+mv "$OUT/plan2.tsv" "$OUT/plan.tsv"
 
 judge() {
   local name=$1 dir=$2 uuid=$3

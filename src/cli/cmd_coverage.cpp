@@ -2,7 +2,8 @@
 // captured as an operator graph (and why not), which ops of the graph each backend of the graph
 // generator (host, cuda: one per installed generated family's target) does not lower, and which
 // kernel families apply. A table, or with --json a list of objects {name, captured, reason,
-// ops_not_lowered (host), backends: {host|cuda: {lowered, ops_not_lowered}}, families}. Needs no GPU.
+// ops_not_lowered (host), backends: {host|cuda: {lowered, ops_not_lowered}}, families, shapes,
+// per_shape_because} (shapes: how many per-shape graphs, 0 for one symbolic graph). Needs no GPU.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,8 @@ struct Row {
   std::string name;
   bool captured = false;
   std::string reason;
+  size_t shapes = 0;                                           // captured per shape: how many (0: symbolic)
+  std::string per_shape_because;                               // why not symbolic
   std::vector<std::string> ops_not_lowered, families;          // ops_not_lowered: the host backend's
   std::map<std::string, std::vector<std::string>> backends;   // target -> ops it does not lower
 };
@@ -35,6 +38,8 @@ Row coverage_of(const Problem& p, const std::vector<Family>& families) {
     graph::Lowering l = graph::check_lowering(p, f.whole_source(), f.target);
     r.captured = l.captured;
     r.reason = l.reason;
+    r.shapes = l.shapes;
+    r.per_shape_because = l.per_shape_because;
     r.backends[f.target] = l.ops_not_lowered;
     if (f.target == "host") r.ops_not_lowered = l.ops_not_lowered;
   }
@@ -64,7 +69,7 @@ void register_coverage(CLI::App& app) {
   static bool json_out = false;
   static std::string families_dir, emit_dir;
   cmd->add_option("PROBLEM", paths, "A problem folder, or a folder holding problem folders")->required();
-  cmd->add_flag("--json", json_out, "Print a JSON list of {name, captured, reason, ops_not_lowered, families}");
+  cmd->add_flag("--json", json_out, "Print a JSON list of {name, captured, reason, ops_not_lowered, backends, families, shapes, per_shape_because}");
   cmd->add_option("--families", families_dir, "Folder of kernel families (default: the shipped ones)");
   cmd->add_option("--emit", emit_dir, "Also write each lowered problem's generated candidate (solution.json) into this folder");
   cmd->callback([] {
@@ -92,7 +97,8 @@ void register_coverage(CLI::App& app) {
       }
       if (json_out) {
         out.push_back({{"name", r.name}, {"captured", r.captured}, {"reason", r.reason}, {"ops_not_lowered", r.ops_not_lowered},
-                       {"backends", backends}, {"families", r.families}});
+                       {"backends", backends}, {"families", r.families}, {"shapes", r.shapes},
+                       {"per_shape_because", r.per_shape_because}});
         continue;
       }
       auto cell = [&](const char* t) -> std::string {
@@ -101,7 +107,8 @@ void register_coverage(CLI::App& app) {
         if (it == r.backends.end()) return "(no family)";
         return it->second.empty() ? "lowered" : fmt::format("{}", fmt::join(it->second, ","));
       };
-      fmt::print("{:<64} {:<8} {:<32} {:<32} {}\n", r.name, r.captured ? "yes" : "no", cell("host"), cell("cuda"),
+      const std::string cap = !r.captured ? "no" : r.shapes ? fmt::format("{} shapes", r.shapes) : "yes";
+      fmt::print("{:<64} {:<8} {:<32} {:<32} {}\n", r.name, cap, cell("host"), cell("cuda"),
                  r.families.empty() ? "-" : fmt::format("{}", fmt::join(r.families, ",")));
     }
     if (json_out) {

@@ -15,6 +15,8 @@ struct Lowering {
   bool captured = false;
   std::string reason;                      // why not captured
   std::vector<std::string> ops_not_lowered;
+  size_t shapes = 0;                       // captured per shape: how many (0: one symbolic graph)
+  std::string per_shape_because;           // why the symbolic capture was refused
   bool ok() const { return captured && ops_not_lowered.empty(); }
 };
 

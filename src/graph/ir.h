@@ -78,6 +78,7 @@ struct Constant {
 struct NamedValue {
   std::string name;
   int value = -1;
+  nlohmann::json specialized;              // inputs: the value the capture baked in (null: none)
 };
 
 struct Graph {

@@ -72,7 +72,7 @@ std::vector<NamedValue> parse_named(const json& j, const char* key, const std::s
   for (const auto& e : j[key]) {
     if (!e.is_object() || !e.contains("name") || !e.contains("value") || !e["value"].is_number_integer())
       user_error("{}: {} entries are {{\"name\", \"value\"}}", where, key);
-    NamedValue n{e["name"].get<std::string>(), e["value"].get<int>()};
+    NamedValue n{e["name"].get<std::string>(), e["value"].get<int>(), e.value("specialized", json())};
     if (n.value < 0 || static_cast<size_t>(n.value) >= nvalues) user_error("{}: {} '{}' names unknown value {}", where, key, n.name, n.value);
     out.push_back(n);
   }

@@ -60,15 +60,17 @@ std::string Oracle::capture_version() {
   return v;
 }
 
-std::string Oracle::capture_key(const Problem& p) const {
+std::string Oracle::capture_key(const Problem& p, const Workload* shape_of) const {
+  if (shape_of)
+    return sha256_hex(fmt::format("capture-static\n{}\n{}\n{}\n", p.def.hash, capture_version(), shape_of->shape_binding())).substr(0, 40);
   return sha256_hex(fmt::format("capture\n{}\n{}\n", p.def.hash, capture_version())).substr(0, 40);
 }
 
-CaptureResult Oracle::capture(const Problem& p) const {
+CaptureResult Oracle::capture(const Problem& p, const Workload* shape_of) const {
   const fs::path root = root_.parent_path() / "graphs";
   fs::create_directories(root);
   CaptureResult out;
-  out.dir = root / capture_key(p);
+  out.dir = root / capture_key(p, shape_of);
   if (json cached = read_result(out.dir); !cached.is_null()) {
     out.summary = std::move(cached);
     out.captured = out.summary.value("captured", false) && fs::exists(out.dir / "graph.json");
@@ -76,9 +78,14 @@ CaptureResult Oracle::capture(const Problem& p) const {
     return out;
   }
   const fs::path work = make_temp_dir((root / "tmp-").string());
-  const std::vector<std::string> cmd{capture_python(), resource_path("src/oracle/capture.py").string(), "--spec",
-                                     fs::absolute(spec_file(p)).string(), "-o", work.string()};
-  spdlog::info("oracle: capturing the reference of {} as an operator graph", p.def.name);
+  std::vector<std::string> cmd{capture_python(), resource_path("src/oracle/capture.py").string(), "--spec",
+                               fs::absolute(spec_file(p)).string(), "-o", work.string()};
+  if (shape_of) {
+    cmd.insert(cmd.end(), {"--workload", shape_of->uuid, "--static"});
+    spdlog::info("oracle: capturing the reference of {} at the shapes of workload {} as an operator graph", p.def.name, shape_of->line);
+  } else {
+    spdlog::info("oracle: capturing the reference of {} as an operator graph", p.def.name);
+  }
   const RunResult rr = run_command(cmd, std::min<std::chrono::milliseconds>(time_limit(), std::chrono::minutes(15)));
   std::string last;  // the result line: the last line of the output that is a JSON object
   for (size_t end = rr.output.size(); end > 0 && last.empty();) {
@@ -95,11 +102,13 @@ CaptureResult Oracle::capture(const Problem& p) const {
   if (rr.exit_code == 4 && !rr.timed_out && rr.signal == 0 && result.is_object()) {  // not for now: not cached
     fs::remove_all(work);
     out.summary = std::move(result);
+    out.transient = true;
     return out;
   }
   const bool clean = !rr.timed_out && rr.signal == 0 && (rr.exit_code == 0 || rr.exit_code == 3) && result.is_object();
   if (!clean) {  // not cached: a later call tries again
     fs::remove_all(work);
+    out.transient = true;
     const std::string why = rr.timed_out ? "it ran past its time limit"
                             : rr.signal  ? fmt::format("it ended on signal {}", rr.signal)
                                          : fmt::format("exit code {} without a result line", rr.exit_code);

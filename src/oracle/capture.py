@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Captures a definition's reference `run` as an operator graph (docs/graph-format.md).
 
-    python3 capture.py --spec FILE -o OUT_DIR [--workload UUID]
+    python3 capture.py --spec FILE -o OUT_DIR [--workload UUID [--static]]
 
 FILE is the problem as the C++ problem layer resolved it (src/oracle/spec.cpp): the definition's
 axes and dims as written, every workload resolved, and the workload to trace ("capture").
@@ -12,6 +12,11 @@ OUT_DIR/graph.json (+ constants.safetensors) is written. Float scalar inputs, wh
 bakes into the graph as constants, are found by tracing a second time with the scalars perturbed
 and become references to the scalar input; where a scalar changes the graph in another way the
 input is marked "specialized" with the value traced.
+
+With --static the workload's shapes and int scalars are traced as constants (no symbolic axis):
+the graph of one shape, for a reference whose Python control flow depends on a var axis's size. The
+caller (src/graph/capture.cpp) captures each distinct shape of the problem's workloads this way and
+generates one candidate that dispatches on the shapes.
 
 Exit 0: stdout gets one JSON line {"captured": true, "nodes": N, "ops": {op: count}, ...}.
 Exit 3: the reference could not be captured; stdout gets one JSON line
@@ -366,7 +371,7 @@ def scalar_roles(defn, problem, values):  # noqa: C901
     return roles
 
 
-def capture(spec_path, out_dir, workload_uuid=None):
+def capture(spec_path, out_dir, workload_uuid=None, static=False):
     """Captures the problem; returns the summary dict. Raises CaptureError."""
     t0 = time.time()
     problem = ko.spec.ProblemSpec(spec_path)
@@ -401,7 +406,7 @@ def capture(spec_path, out_dir, workload_uuid=None):
                 raise capture_graph.CaptureError(f"real inputs for draft export: {ko.common.exc_text(e)}",
                                                  source=src.of_exception(e))
 
-        return _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inputs)
+        return _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inputs, static)
     finally:
         refsrc.cleanup()
 
@@ -487,17 +492,19 @@ def _is_condition(expr):
         any(op in expr for op in ("<", ">", "==", "!=")) or expr in ("True", "False")
 
 
-def _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inputs):
+def _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inputs, static=False):
     from torch.export import Dim
 
     uuid, axes = w["uuid"], w["axes"]
     names_out = list(defn["outputs"].keys())
     dims = capture_inputs.DimBuilder(defn)
-    roles = scalar_roles(defn, problem, values)
+    roles = {} if static else scalar_roles(defn, problem, values)
     dyn, ties, int_roles = [], [], {}
     for i, (name, spec) in enumerate(defn["inputs"].items()):
         role = roles.get(name)
-        if isinstance(values[i], torch.Tensor):
+        if static:
+            dyn.append(None)
+        elif isinstance(values[i], torch.Tensor):
             dyn.append(dims.tensor_spec(spec["shape"]))
         elif role and role[0] == "tie":
             dyn.append(Dim.DYNAMIC)
@@ -540,21 +547,22 @@ def _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inp
                     specialized.update(float_idx)
         except capture_graph.CaptureError:
             specialized.update(float_idx)
-    graph = build_graph(ep, defn, problem, w, values, int_roles, refs, specialized, src)
+    graph = build_graph(ep, defn, problem, w, values, int_roles, refs, specialized, src, static)
     if tracing.assumptions:
         graph["assumptions"] = tracing.assumptions
     graph["capture"] = {"workload": uuid, "axes": {a: axes[a] for a in axes}, "torch": torch.__version__,
-                        "seconds": round(time.time() - t0, 2)}
+                        "seconds": round(time.time() - t0, 2), "static": static}
     write_graph(graph, out_dir)
     ops = {}
     for n in graph["nodes"]:
         ops[n["op"]] = ops.get(n["op"], 0) + 1
     return {"captured": True, "problem": defn.get("name"), "nodes": len(graph["nodes"]), "ops": ops,
             "notes": graph.get("notes", []), "specialized": [v["name"] for v in graph["inputs"] if "specialized" in v],
-            "assumptions": len(tracing.assumptions), "workload": uuid, "seconds": graph["capture"]["seconds"]}
+            "assumptions": len(tracing.assumptions), "workload": uuid, "seconds": graph["capture"]["seconds"],
+            "static": static}
 
 
-def build_graph(ep, defn, problem, workload, values, int_roles, refs, specialized, src):
+def build_graph(ep, defn, problem, workload, values, int_roles, refs, specialized, src, static=False):
     from torch.export.graph_signature import InputKind, OutputKind
 
     sig = ep.graph_signature
@@ -562,7 +570,8 @@ def build_graph(ep, defn, problem, workload, values, int_roles, refs, specialize
     by_name = dict(zip([s.arg.name for s in sig.input_specs], sig.input_specs))
     user_nodes = [n for n in placeholders if by_name[n.name].kind == InputKind.USER_INPUT]
     subs = input_symbols(ep, defn, user_nodes, int_roles)
-    check_var_axes(defn, user_nodes)
+    if not static:
+        check_var_axes(defn, user_nodes)
     gw = capture_graph.GraphWriter(ep, subs, src.of_node)
     names_in = list(defn["inputs"].keys())
     inputs = []
@@ -726,10 +735,10 @@ def _violation_summary(text):
     return re.sub(r"\s+", " ", lines[0])[:300] if lines else "constraint violated"
 
 
-def result_of(spec_path, out_dir, workload=None):
+def result_of(spec_path, out_dir, workload=None, static=False):
     """(exit status, result line) for one capture: 0 captured, 3 not, 4 not for now; UsageError passes through."""
     try:
-        return 0, capture(spec_path, out_dir, workload)
+        return 0, capture(spec_path, out_dir, workload, static)
     except capture_graph.CaptureError as e:
         src = f"definition reference {e.source}" if e.source else None
         return 4 if e.transient else 3, {"captured": False, "reason": e.reason, "op": e.op, "source": src}
@@ -746,10 +755,15 @@ def main(argv=None):
     p.add_argument("--spec", required=True, help="the problem's spec (written by the C++ problem layer)")
     p.add_argument("-o", "--out", required=True, help="output folder for graph.json")
     p.add_argument("--workload", help="trace this workload instead of the smallest")
+    p.add_argument("--static", action="store_true",
+                   help="trace the workload's shapes and int scalars as constants (needs --workload)")
     a = p.parse_args(argv)
+    if a.static and not a.workload:
+        print("capture: --static needs --workload", file=sys.stderr)
+        return 2
     _quiet_imports()
     try:
-        rc, result = result_of(a.spec, a.out, a.workload)
+        rc, result = result_of(a.spec, a.out, a.workload, a.static)
     except ko.common.UsageError as e:
         print(f"capture: {e}", file=sys.stderr)
         return 2

@@ -43,6 +43,7 @@ struct CaptureResult {
   nlohmann::json summary;     // capture.py's result line: {"captured", "nodes", "ops", ...} or
                               // {"captured": false, "reason", "op", "source"}
   bool cached = false;        // read from the cache, not traced by this call
+  bool transient = false;     // not captured for a reason of this machine now (memory): not cached
   std::string reason() const { return summary.value("reason", std::string()); }
 };
 
@@ -93,8 +94,10 @@ class Oracle {
   // the folder under cache_root()/graphs/<key> (read-only, like the oracle's entries). A reference
   // that cannot be captured is cached too (captured=false, summary says why: op, source line); a
   // capture that crashed or ran past its time limit is not cached and reads as not captured.
-  CaptureResult capture(const Problem& p) const;
-  std::string capture_key(const Problem& p) const;
+  // With `shape_of` (one of p's workloads): that workload's shapes and int scalars traced as
+  // constants (capture.py --static), cached per (definition, capture code, shape binding).
+  CaptureResult capture(const Problem& p, const Workload* shape_of = nullptr) const;
+  std::string capture_key(const Problem& p, const Workload* shape_of = nullptr) const;
   // Hash of the capture code (capture*.py) and the oracle it builds on: part of capture_key.
   static std::string capture_version();
   // Wall-clock seconds one oracle run (one problem) may spend compiling and timing torch.compile;

@@ -218,6 +218,13 @@ const AxisDef* Definition::axis(const std::string& n) const {
   return nullptr;
 }
 
+std::string Workload::shape_binding() const {
+  nlohmann::json scalars = nlohmann::json::object();
+  for (const auto& [name, src] : inputs)
+    if (src.kind == InputSource::Scalar) scalars[name] = src.value;
+  return nlohmann::json{{"axes", axes}, {"scalars", scalars}}.dump();
+}
+
 bool Problem::all_inputs_available() const {
   for (const auto& w : workloads)
     if (!w.unavailable.empty()) return false;

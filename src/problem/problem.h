@@ -68,6 +68,9 @@ struct Workload {
   Tolerance tolerance;
   nlohmann::json raw;
   std::vector<std::string> unavailable;  // inputs whose blob is missing or unreadable, with why
+  // What a graph traced with static shapes depends on: every axis and every scalar input's value,
+  // as one canonical JSON text. Two workloads with the same binding share a static capture.
+  std::string shape_binding() const;
 };
 
 struct Problem {
