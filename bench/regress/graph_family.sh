@@ -76,6 +76,8 @@ print('yes' if r['captured'] and r['backends'].get(sys.argv[2],{}).get('lowered'
   ((rc == 0 || rc == 124)) && status "$name" ran "$wall"
 done
 
+# The judge's runner and oracle logs of this call (where a problem's time went) beside the others.
+cp "$KERNELARC_CACHE"/logs/runner-*.log "$KERNELARC_CACHE"/logs/oracle-*.log "$OUT/logs/" 2>/dev/null || true
 python3 bench/tools/graph_family_summary.py "$OUT/camp" "$OUT/status.tsv" >"$OUT/summary_table.tsv" 2>"$OUT/summary.err"
 {
   echo "=== $FAMILY campaign: $(head -2 "$OUT/gpu.txt" | tail -1), $(date -u +%FT%TZ), N=$N, $(wc -l <"$OUT/status.tsv") problems done"
