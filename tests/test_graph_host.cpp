@@ -246,3 +246,118 @@ TEST(GraphHostDev, PerShapeCaptureDispatchesOnShapes) {
   EXPECT_NE(one.output.find("1/3 workloads passed"), std::string::npos) << one.output;
   fs::remove_all(root);
 }
+
+// nvfp4 _scaled_mm (e2m1 pairs, even column in the low nibble; 1×16 e4m3 scales in cuBLAS's blocked
+// layout, built here step by step as torch's to_blocked does: 128×4 tiles, each 4×32×4 transposed to
+// 32×4×4) equals the product of the dequantised operands; then x[x > 0] = -1 as a masked fill.
+TEST(GraphHost, Nvfp4ScaledMmAndMaskedFill) {
+  const int64_t M = 128, N = 128, K = 32, C = K / 16, Cp = 4;  // scale columns, padded to 4
+  const std::string graph = R"({
+  "format": "kernelarc-graph", "version": 1, "problem": "nvfp4_test", "axes": {},
+  "values": [
+    {"id": 0, "kind": "tensor", "dtype": "float4_e2m1fn_x2", "shape": ["128", "16"]},
+    {"id": 1, "kind": "tensor", "dtype": "float8_e4m3fn", "shape": ["512"]},
+    {"id": 2, "kind": "tensor", "dtype": "float4_e2m1fn_x2", "shape": ["128", "16"]},
+    {"id": 3, "kind": "tensor", "dtype": "float8_e4m3fn", "shape": ["512"]},
+    {"id": 4, "kind": "tensor", "dtype": "float4_e2m1fn_x2", "shape": ["16", "128"], "strides": ["1", "16"]},
+    {"id": 5, "kind": "tensor", "dtype": "float32", "shape": ["128", "128"]},
+    {"id": 6, "kind": "tensor", "dtype": "bool", "shape": ["128", "128"]},
+    {"id": 7, "kind": "tensor", "dtype": "float32", "shape": []},
+    {"id": 8, "kind": "tensor", "dtype": "float32", "shape": ["128", "128"]}
+  ],
+  "inputs": [{"name": "a", "value": 0}, {"name": "sa", "value": 1}, {"name": "b", "value": 2}, {"name": "sb", "value": 3}],
+  "outputs": [{"name": "y", "value": 5}, {"name": "z", "value": 8}],
+  "nodes": [
+    {"op": "aten.permute.default", "args": [{"value": 2}, {"list": [{"int": 1}, {"int": 0}]}], "outputs": [4]},
+    {"op": "aten._scaled_mm.default", "args": [{"value": 0}, {"value": 4}, {"value": 1}, {"value": 3}],
+     "kwargs": {"out_dtype": {"dtype": "float32"}}, "outputs": [5]},
+    {"op": "aten.gt.Scalar", "args": [{"value": 5}, {"float": 0.0}], "outputs": [6]},
+    {"op": "aten.scalar_tensor.default", "args": [{"float": -1.0}], "kwargs": {"dtype": {"dtype": "float32"}}, "outputs": [7]},
+    {"op": "aten.index_put.default", "args": [{"value": 5}, {"list": [{"value": 6}]}, {"value": 7}], "outputs": [8]}
+  ]
+})";
+  Graph g = test::graph_from(graph);
+  run_passes(g);
+  const std::string rt = runtime_source();
+  const std::string src = rt + emit_host(g, runtime_symbols(rt)) + "\nKA_ENTRY(run)\n";
+  const fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-graph-fp4-").string());
+  write_atomic(dir / "cand.cpp", src);
+  RunResult r = run_command({"c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-I", (ka::source_root() / "include").string(),
+                             "-o", (dir / "lib.so").string(), (dir / "cand.cpp").string()},
+                            std::chrono::minutes(5));
+  ASSERT_TRUE(r.ok()) << r.output;
+  void* lib = dlopen((dir / "lib.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto entry = reinterpret_cast<int (*)(const ka::TensorArg*, int)>(dlsym(lib, "kernelarc_entry"));
+  ASSERT_NE(entry, nullptr);
+
+  const double e2m1[16] = {0, .5, 1, 1.5, 2, 3, 4, 6, -0.0, -.5, -1, -1.5, -2, -3, -4, -6};
+  const std::vector<std::pair<uint8_t, double>> e4m3{{0x30, 0.5}, {0x38, 1.0}, {0x3C, 1.5}, {0x40, 2.0}, {0x44, 3.0}};
+  std::mt19937 rng(7);
+  auto operand = [&](std::vector<uint8_t>& packed, std::vector<uint8_t>& blocked, std::vector<double>& deq, int64_t rows) {
+    std::vector<uint8_t> codes(static_cast<size_t>(rows * K));
+    for (auto& c : codes) c = static_cast<uint8_t>(rng() % 16);
+    packed.assign(static_cast<size_t>(rows * K / 2), 0);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t k = 0; k < K; k += 2)
+        packed[static_cast<size_t>(i * K / 2 + k / 2)] = static_cast<uint8_t>(codes[i * K + k] | codes[i * K + k + 1] << 4);
+    std::vector<size_t> pick(static_cast<size_t>(rows * Cp));
+    for (auto& p : pick) p = rng() % e4m3.size();
+    // to_blocked: view(rb, 128, cb, 4).permute(0, 2, 1, 3) -> reshape(-1, 4, 32, 4).transpose(1, 2) -> flatten
+    const int64_t rb = rows / 128, cb = Cp / 4;
+    blocked.assign(static_cast<size_t>(rows * Cp), 0);
+    for (int64_t b0 = 0; b0 < rb; ++b0)
+      for (int64_t b2 = 0; b2 < cb; ++b2)
+        for (int64_t r128 = 0; r128 < 128; ++r128)
+          for (int64_t c4 = 0; c4 < 4; ++c4) {
+            const int64_t tile = b0 * cb + b2, quarter = r128 / 32, lane = r128 % 32;  // (tile, quarter, lane, c4)
+            const int64_t flat = ((tile * 32 + lane) * 4 + quarter) * 4 + c4;       // after transpose(1, 2)
+            blocked[static_cast<size_t>(flat)] = e4m3[pick[static_cast<size_t>((b0 * 128 + r128) * Cp + b2 * 4 + c4)]].first;
+          }
+    deq.assign(static_cast<size_t>(rows * K), 0);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        deq[static_cast<size_t>(i * K + k)] = e2m1[codes[i * K + k]] * e4m3[pick[static_cast<size_t>(i * Cp + k / 16)]].second;
+  };
+  std::vector<uint8_t> a, sa, b, sb;
+  std::vector<double> ad, bd;
+  operand(a, sa, ad, M);
+  operand(b, sb, bd, N);
+  std::vector<float> y(M * N), z(M * N);
+  std::vector<ka::TensorArg> args{targ(a.data(), ka::kFloat4E2M1fnX2, {M, K / 2}), targ(sa.data(), ka::kFloat8E4M3fn, {M * Cp}),
+                                  targ(b.data(), ka::kFloat4E2M1fnX2, {N, K / 2}), targ(sb.data(), ka::kFloat8E4M3fn, {N * Cp}),
+                                  targ(y.data(), ka::kFloat32, {M, N}), targ(z.data(), ka::kFloat32, {M, N})};
+  ASSERT_EQ(entry(args.data(), static_cast<int>(args.size())), 0);
+  int positive = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += ad[static_cast<size_t>(i * K + k)] * bd[static_cast<size_t>(j * K + k)];
+      ASSERT_EQ(y[i * N + j], static_cast<float>(want)) << i << "," << j;
+      positive += want > 0;
+      EXPECT_EQ(z[i * N + j], want > 0 ? -1.0f : static_cast<float>(want)) << i << "," << j;
+    }
+  EXPECT_GT(positive, 0);
+  dlclose(lib);
+  fs::remove_all(dir);
+}
+
+// torch.tensor(scale) of a float scalar input becomes a tensor made from the input at run time
+// (aten.scalar_tensor), not the traced value: one symbolic graph passes workloads of other scales.
+TEST(GraphHostDev, ScalarInputMadeATensorIsReadAtRunTime) {
+  if (!fs::exists(resource_path("src/oracle") / "capture.py")) GTEST_SKIP() << "no capture script";
+  const fs::path root = make_temp_dir((fs::temp_directory_path() / "ka-scalar-tensor-").string());
+  const std::vector<std::string> env{"KERNELARC_CACHE=" + (root / "cache").string()};
+  const fs::path prob = source_root() / "tests/data/capture/scalar_tensor";
+  RunResult cov = run_command({KA_BINARY, "coverage", prob.string(), "--json", "--emit", (root / "c").string()}, std::chrono::minutes(10), env);
+  ASSERT_EQ(cov.exit_code, 0) << cov.output;
+  const nlohmann::json rows = nlohmann::json::parse(cov.output.substr(cov.output.find("[\n")));
+  ASSERT_TRUE(rows[0]["captured"].get<bool>()) << rows[0].dump();
+  EXPECT_EQ(rows[0]["shapes"], 0);  // one symbolic graph
+  RunResult ev = run_command({KA_BINARY, "eval", prob.string(), "--solution", (root / "c" / "capture_scalar_tensor.graph_host.json").string(),
+                              "--target", "host", "--timeout", "300", "--no-time", "--no-reference-time", "--no-sol"},
+                             std::chrono::minutes(10), env);
+  EXPECT_EQ(ev.exit_code, 0) << ev.output;
+  EXPECT_NE(ev.output.find("2/2 workloads passed"), std::string::npos) << ev.output;
+  fs::remove_all(root);
+}

@@ -324,11 +324,36 @@ KG_OP(aten_index_Tensor) {
   kg::index_each(x, pl, [&](int64_t off, int64_t pos) { out.data()[pos] = kg::rnd(o[0], (*x.buf)[off]); });
   return {kg::A(out)};
 }
+namespace kg {
+// x[mask] = v with one boolean mask over x's leading dims and a single value: a masked fill,
+// whose size does not depend on the data (the general boolean index does).
+inline bool is_masked_fill(const T& x, const std::vector<A>& idx, const T& v) {
+  if (idx.empty() || idx[0].none() || idx[0].t.dt != B || v.numel() != 1 || idx[0].t.dim() > x.dim()) return false;
+  for (size_t d = 1; d < idx.size(); ++d)
+    if (!idx[d].none()) return false;
+  for (int64_t d = 0; d < idx[0].t.dim(); ++d)
+    if (idx[0].t.shape[static_cast<size_t>(d)] != x.shape[static_cast<size_t>(d)]) return false;
+  return true;
+}
+}  // namespace kg
+
 KG_OP(aten_index_put_default) {
   const kg::A& acc = kg::arg(p, k, 3, "accumulate");
   const bool add = !acc.none() && acc.num() != 0;
   kg::T out = kg::empty(p[0].t.shape, o[0]);
   kg::write_into(out, p[0].t);
+  if (kg::is_masked_fill(out, p[1].l, p[2].t)) {
+    const kg::T mask = kg::contig(p[1].l[0].t);
+    const double v = p[2].t.item();
+    const int64_t inner = out.numel() / std::max<int64_t>(mask.numel(), 1);
+    for (int64_t i = 0; i < mask.numel(); ++i)
+      if (mask.data()[i] != 0)
+        for (int64_t j = 0; j < inner; ++j) {
+          double& d = out.data()[i * inner + j];
+          d = kg::rnd(o[0], add ? d + v : v);
+        }
+    return {kg::A(out)};
+  }
   const kg::IndexPlan pl = kg::plan_index(out, p[1].l);
   kg::T v = p[2].t;
   kg::T src = kg::contig(kg::expand(v, pl.out_shape));

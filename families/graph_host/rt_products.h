@@ -67,16 +67,43 @@ inline kg::R addmm_like(const kg::P& p, const kg::K& k, const std::vector<int>& 
 KG_OP(aten_addmm_default) { return addmm_like(p, k, o, false); }
 KG_OP(aten_baddbmm_default) { return addmm_like(p, k, o, true); }
 
+namespace kg {
+// nvfp4 (as the oracle emulates it, src/oracle/kaoracle/scaled_mm.py): an (R, K/2) matrix of e2m1
+// pairs (even column in the low nibble) with 1×16 e4m3 scales in cuBLAS's blocked layout (128×4
+// tiles, each stored as 32×16) → the (R, K) dequantised values, exact in float32.
+inline T dequant_nvfp4(const T& x, const T& s) {
+  static const double e2m1[16] = {0, .5, 1, 1.5, 2, 3, 4, 6, -0.0, -.5, -1, -1.5, -2, -3, -4, -6};
+  const T xc = contig(x), sc = contig(s);
+  const int64_t R = xc.shape[0], half = xc.shape[1], K = half * 2, tiles_per_row = (K / 16 + 3) / 4;
+  T out = empty({R, K}, F32);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < K; ++c) {
+      const auto byte = static_cast<uint32_t>(xc.data()[r * half + c / 2]);
+      const int64_t blk = c / 16, tile = (r / 128) * tiles_per_row + blk / 4, rr = r % 128;
+      const double scale = sc.data()[tile * 512 + (rr % 32) * 16 + (rr / 32) * 4 + blk % 4];
+      out.data()[r * K + c] = e2m1[(c % 2 ? byte >> 4 : byte) & 15u] * scale;
+    }
+  return out;
+}
+}  // namespace kg
+
 // fp8 scaled matmul: (a · b) · scale_a · scale_b (+ bias); scales per tensor, per row of a
-// (M×1) or per column of b (1×N).
+// (M×1) or per column of b (1×N). nvfp4 operands: both dequantised (dequant_nvfp4), then a · bᵀ.
 KG_OP(aten__scaled_mm_default) {
   const kg::A& bias = kg::arg(p, k, 4, "bias");
+  const bool hb = !bias.none();
+  if (p[0].t.dt == kg::F4X2) {
+    const kg::T a = kg::dequant_nvfp4(p[0].t, p[2].t), b = kg::dequant_nvfp4(kg::permute(p[1].t, {1, 0}), p[3].t);
+    kg::T prod = kg::mm(a, kg::permute(b, {1, 0}), kg::F64);
+    std::vector<kg::T> ins{prod};
+    if (hb) ins.push_back(bias.t);
+    return {kg::A(kg::map(ins, o[0], [&](const double* v) { return hb ? static_cast<float>(v[0]) + v[1] : v[0]; }))};
+  }
   kg::T prod = kg::mm(p[0].t, p[1].t, kg::F64);
   const kg::T sa = p[2].t.numel() == 1 ? kg::reshape(p[2].t, {}) : p[2].t;
   const kg::T sb = p[3].t.numel() == 1 ? kg::reshape(p[3].t, {}) : p[3].t;
   std::vector<kg::T> ins{prod, sa, sb};
-  if (!bias.none()) ins.push_back(bias.t);
-  const bool hb = !bias.none();
+  if (hb) ins.push_back(bias.t);
   return {kg::A(kg::map(ins, o[0], [&](const double* v) {
     const double y = static_cast<float>(v[0] * v[1] * v[2]);
     return hb ? y + v[3] : y;

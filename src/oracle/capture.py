@@ -55,6 +55,7 @@ def _quiet_imports():
     import kaoracle.common  # noqa: F401
     import kaoracle.reference  # noqa: F401
     import kaoracle.safetensors_io  # noqa: F401
+    import kaoracle.scaled_mm  # noqa: F401
     import kaoracle.spec  # noqa: F401
     import kaoracle as ko  # noqa: F401
     torch.fx.proxy.TracerBase._filter_traceback_frames = _reference_frames_only
@@ -290,11 +291,30 @@ def refs_by_value(ep, pre, refs_pre, values, float_idx, specialized):
     return refs
 
 
-def constant_changes(ep1, ep2):
-    """Names of lifted constants whose data differ between two traces."""
+def scalar_constants(ep1, ep2, values1, values2, float_idx):
+    """{lifted constant name: input index} for one-element constants that hold a float scalar input
+    in both traces (`torch.tensor(scale)`): made from the input at run time instead of baked in."""
+    out = {}
+    for k, t in ep1.constants.items():
+        u = ep2.constants.get(k)
+        if not (isinstance(t, torch.Tensor) and isinstance(u, torch.Tensor) and t.numel() == 1 and u.numel() == 1
+                and t.is_floating_point() and t.dim() == 0):
+            continue
+        x, y = t.item(), u.item()
+        hit = [i for i in float_idx if x == torch.tensor(values1[i], dtype=t.dtype).item()
+               and y == torch.tensor(values2[i], dtype=t.dtype).item()]
+        if len(hit) == 1 and x != y:
+            out[k] = hit[0]
+    return out
+
+
+def constant_changes(ep1, ep2, scalar_consts=()):
+    """Names of lifted constants whose data differ between two traces (scalar_consts excepted)."""
     out = []
     for k, t in ep1.constants.items():
         u = ep2.constants.get(k)
+        if k in scalar_consts:
+            continue
         if isinstance(t, torch.Tensor) and isinstance(u, torch.Tensor) and (t.shape != u.shape or not torch.equal(t, u)):
             out.append(k)
     return out
@@ -464,16 +484,18 @@ _CPU_OVERRIDES = []
 
 def _emulate_scaled_mm_on_cpu():
     """draft_export runs the reference on real CPU tensors, and the CPU `_scaled_mm` takes only
-    per-tensor scales. During a capture it is replaced by an emulation: exact for per-tensor fp8
-    scales, zeros of the right shape otherwise (block scales, fp4) — the values only steer
-    data-dependent branches, and the reference's branches (a zero global scale) come before it."""
+    per-tensor scales. During a capture it is replaced by an emulation: nvfp4 operands as the
+    oracle emulates them (kaoracle/scaled_mm.py), per-tensor fp8 scales exactly, zeros of the right
+    shape otherwise (other block scales) — the values only steer data-dependent branches."""
     if _CPU_OVERRIDES:
         return
     lib = torch.library.Library("aten", "IMPL")
 
     def scaled_mm(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
         dtype = out_dtype or a.dtype
-        if scale_a.numel() == 1 and scale_b.numel() == 1 and a.dtype != torch.float4_e2m1fn_x2:
+        if a.dtype == torch.float4_e2m1fn_x2:
+            return ko.scaled_mm.emulated_scaled_mm(a, b, scale_a, scale_b, bias, dtype)
+        if scale_a.numel() == 1 and scale_b.numel() == 1:
             out = (a.float() * scale_a.float()) @ (b.float() * scale_b.float())
             if bias is not None:
                 out = out + bias.float()
@@ -530,24 +552,27 @@ def _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inp
         tracing.draft = True
         ep, ds = tracing.trace(values, tuple(dyn))
     float_idx = [i for i, v in enumerate(values) if isinstance(v, float)]
-    refs, specialized = {}, set()
+    refs, specialized, consts = {}, set(), {}
     if float_idx:
         pre1 = tracing.pre
         values2 = _perturbed(values, float_idx)
         try:
             pre2, _ = tracing.trace(values2, ds[0], decomposed=False)
             refs_pre, specialized = scalar_references(pre1, pre2, values, values2, float_idx)
-            if constant_changes(pre1, pre2):
+            consts = scalar_constants(pre1, pre2, values, values2, float_idx)
+            if constant_changes(pre1, pre2, consts):
                 specialized.update(float_idx)
             refs = refs_by_value(ep, pre1, refs_pre, values, float_idx, specialized)
             if refs is None:  # not sure from the traced programs: compare the decomposed ones
                 ep2 = decompose(pre2)
                 refs, specialized = scalar_references(ep, ep2, values, values2, float_idx)
-                if constant_changes(ep, ep2):
+                consts = scalar_constants(ep, ep2, values, values2, float_idx)
+                if constant_changes(ep, ep2, consts):
                     specialized.update(float_idx)
         except capture_graph.CaptureError:
             specialized.update(float_idx)
-    graph = build_graph(ep, defn, problem, w, values, int_roles, refs, specialized, src, static)
+    consts = {k: i for k, i in consts.items() if i not in specialized}
+    graph = build_graph(ep, defn, problem, w, values, int_roles, refs, specialized, src, static, consts)
     if tracing.assumptions:
         graph["assumptions"] = tracing.assumptions
     graph["capture"] = {"workload": uuid, "axes": {a: axes[a] for a in axes}, "torch": torch.__version__,
@@ -562,7 +587,7 @@ def _capture_traced(problem, defn, w, values, run_fn, src, out_dir, t0, real_inp
             "static": static}
 
 
-def build_graph(ep, defn, problem, workload, values, int_roles, refs, specialized, src, static=False):
+def build_graph(ep, defn, problem, workload, values, int_roles, refs, specialized, src, static=False, consts=None):
     from torch.export.graph_signature import InputKind, OutputKind
 
     sig = ep.graph_signature
@@ -596,7 +621,10 @@ def build_graph(ep, defn, problem, workload, values, int_roles, refs, specialize
         t = ep.constants.get(spec.target) if spec.target in ep.constants else ep.state_dict.get(spec.target)
         if not isinstance(t, torch.Tensor):
             raise capture_graph.CaptureError(f"input {spec.target} of kind {spec.kind.name} is not a tensor")
-        gw.add_constant(node, t)
+        if consts and spec.target in consts:
+            gw.add_scalar_tensor(node, t, inputs[consts[spec.target]]["value"])
+        else:
+            gw.add_constant(node, t)
     for node in ep.graph.nodes:
         if node.op == "call_function":
             gw.add_call(node)

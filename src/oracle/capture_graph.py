@@ -328,6 +328,14 @@ class GraphWriter:
             self.constants.append({"value": vid, "key": key})
         self.value_of[node.name] = vid
 
+    def add_scalar_tensor(self, node, tensor, input_vid):
+        """A lifted constant that is `torch.tensor(scalar input)`: a 0-d tensor made from the input
+        at run time (aten.scalar_tensor), not the value traced."""
+        vid = self.new_value(tensor, node)
+        self.nodes.append({"op": "aten.scalar_tensor.default", "args": [{"value": input_vid}],
+                           "kwargs": {"dtype": {"dtype": dtype_name(tensor.dtype)}}, "outputs": [vid]})
+        self.value_of[node.name] = vid
+
     def add_call(self, node):
         name = op_name(node.target)
         if name == "aten._assert_scalar.default":

@@ -98,7 +98,8 @@ std::optional<double> OracleEntry::compile_ms() const {
 constexpr const char* kOracleFiles[] = {
     "kernelarc_oracle.py",        "kaoracle/__init__.py",       "kaoracle/common.py", "kaoracle/spec.py",
     "kaoracle/safetensors_io.py", "kaoracle/inputs.py",         "kaoracle/reference.py",
-    "kaoracle/timing.py",         "kaoracle/compile_baseline.py", "kaoracle/work_count.py", "kaoracle/jobs.py"};
+    "kaoracle/timing.py",         "kaoracle/compile_baseline.py", "kaoracle/work_count.py", "kaoracle/jobs.py",
+    "kaoracle/scaled_mm.py"};
 
 std::string OracleEntry::compile_note() const {
   if (meta.contains("compile_note") && meta["compile_note"].is_string()) return meta["compile_note"].get<std::string>();

@@ -14,6 +14,7 @@ import time
 
 import torch
 
+from . import scaled_mm
 from .common import OracleError, exc_text, spec_to_torch_dtype, sync
 
 # Whether this process has run the eager reference (any workload): see timing.py, "Slow references".
@@ -56,7 +57,8 @@ class ReferenceSource:
 def load_run(refsrc, input_names, notes):
     """Executes the reference afresh and returns its run(); OracleError (stage reference) when it
     does not load or defines no run(). A run() whose positional parameters are not the inputs gets
-    a note."""
+    a note. nvfp4 _scaled_mm calls are emulated where the device lacks them (scaled_mm.py)."""
+    scaled_mm.install()
     try:
         namespace = refsrc.load()
     except BaseException as e:
