@@ -79,6 +79,35 @@ ka::TensorArg targ(void* data, DTypeCode dt, std::vector<int64_t> shape) {
 // graph_rt.cpp with its parts, as a candidate carries it.
 std::string runtime_source() { return load_family(resource_path("families/graph_host")).whole_source(); }
 
+// A hand-written graph after its passes, generated over the runtime and built as a shared library
+// like a candidate; `entry` is its kernelarc_entry (null, with `error` set, when it does not build).
+struct BuiltGraph {
+  fs::path dir;
+  void* lib = nullptr;
+  int (*entry)(const ka::TensorArg*, int) = nullptr;
+  std::string error;
+  ~BuiltGraph() {
+    if (lib) dlclose(lib);
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+};
+
+void build_graph(const char* text, BuiltGraph& b) {
+  Graph g = test::graph_from(text);
+  run_passes(g);
+  const std::string rt = runtime_source();
+  b.dir = make_temp_dir((fs::temp_directory_path() / "ka-graph-host-").string());
+  write_atomic(b.dir / "cand.cpp", rt + emit_host(g, runtime_symbols(rt)) + "\nKA_ENTRY(run)\n");
+  RunResult r = run_command({"c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-I", (ka::source_root() / "include").string(),
+                             "-o", (b.dir / "lib.so").string(), (b.dir / "cand.cpp").string()},
+                            std::chrono::minutes(5));
+  if (!r.ok()) return void(b.error = r.output);
+  b.lib = dlopen((b.dir / "lib.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!b.lib) return void(b.error = dlerror());
+  b.entry = reinterpret_cast<int (*)(const ka::TensorArg*, int)>(dlsym(b.lib, "kernelarc_entry"));
+  if (!b.entry) b.error = "no kernelarc_entry";
+}
+
 }  // namespace
 
 TEST(GraphHost, ExpressionsTranslateToCpp) {
@@ -100,21 +129,10 @@ TEST(GraphHost, LoweringCheckNamesMissingOps) {
 }
 
 TEST(GraphHost, GeneratedCandidateComputesTheGraph) {
-  Graph g = test::graph_from(kMixGraph);
-  run_passes(g);
-  const std::string rt = runtime_source();
-  const std::string src = rt + emit_host(g, runtime_symbols(rt)) + "\nKA_ENTRY(run)\n";
-  const fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-graph-host-").string());
-  write_atomic(dir / "cand.cpp", src);
-  RunResult r = run_command({"c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-I",
-                             (ka::source_root() / "include").string(), "-o", (dir / "lib.so").string(),
-                             (dir / "cand.cpp").string()},
-                            std::chrono::minutes(5));
-  ASSERT_TRUE(r.ok()) << r.output;
-  void* lib = dlopen((dir / "lib.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
-  auto entry = reinterpret_cast<int (*)(const ka::TensorArg*, int)>(dlsym(lib, "kernelarc_entry"));
-  ASSERT_NE(entry, nullptr);
+  BuiltGraph built;
+  build_graph(kMixGraph, built);
+  ASSERT_NE(built.entry, nullptr) << built.error;
+  auto entry = built.entry;
 
   const int64_t rows = 3;
   std::mt19937 rng(3);
@@ -151,8 +169,6 @@ TEST(GraphHost, GeneratedCandidateComputesTheGraph) {
     for (int64_t i = 0; i < rows; ++i) col += x[i * 8 + j];
     EXPECT_NEAR(s[j], col, 1e-5);
   }
-  dlclose(lib);
-  fs::remove_all(dir);
 }
 
 // --- a fixed subset of the dev problems, through the real CLI (needs the capture script) ----------
@@ -251,7 +267,7 @@ TEST(GraphHostDev, PerShapeCaptureDispatchesOnShapes) {
 // layout, built here step by step as torch's to_blocked does: 128×4 tiles, each 4×32×4 transposed to
 // 32×4×4) equals the product of the dequantised operands; then x[x > 0] = -1 as a masked fill.
 TEST(GraphHost, Nvfp4ScaledMmAndMaskedFill) {
-  const int64_t M = 128, N = 128, K = 32, C = K / 16, Cp = 4;  // scale columns, padded to 4
+  const int64_t M = 128, N = 128, K = 32, Cp = 4;  // Cp: the K / 16 = 2 scale columns, padded to 4
   const std::string graph = R"({
   "format": "kernelarc-graph", "version": 1, "problem": "nvfp4_test", "axes": {},
   "values": [
@@ -276,20 +292,10 @@ TEST(GraphHost, Nvfp4ScaledMmAndMaskedFill) {
     {"op": "aten.index_put.default", "args": [{"value": 5}, {"list": [{"value": 6}]}, {"value": 7}], "outputs": [8]}
   ]
 })";
-  Graph g = test::graph_from(graph);
-  run_passes(g);
-  const std::string rt = runtime_source();
-  const std::string src = rt + emit_host(g, runtime_symbols(rt)) + "\nKA_ENTRY(run)\n";
-  const fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-graph-fp4-").string());
-  write_atomic(dir / "cand.cpp", src);
-  RunResult r = run_command({"c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-I", (ka::source_root() / "include").string(),
-                             "-o", (dir / "lib.so").string(), (dir / "cand.cpp").string()},
-                            std::chrono::minutes(5));
-  ASSERT_TRUE(r.ok()) << r.output;
-  void* lib = dlopen((dir / "lib.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
-  auto entry = reinterpret_cast<int (*)(const ka::TensorArg*, int)>(dlsym(lib, "kernelarc_entry"));
-  ASSERT_NE(entry, nullptr);
+  BuiltGraph built;
+  build_graph(graph.c_str(), built);
+  ASSERT_NE(built.entry, nullptr) << built.error;
+  auto entry = built.entry;
 
   const double e2m1[16] = {0, .5, 1, 1.5, 2, 3, 4, 6, -0.0, -.5, -1, -1.5, -2, -3, -4, -6};
   const std::vector<std::pair<uint8_t, double>> e4m3{{0x30, 0.5}, {0x38, 1.0}, {0x3C, 1.5}, {0x40, 2.0}, {0x44, 3.0}};
@@ -338,8 +344,6 @@ TEST(GraphHost, Nvfp4ScaledMmAndMaskedFill) {
       EXPECT_EQ(z[i * N + j], want > 0 ? -1.0f : static_cast<float>(want)) << i << "," << j;
     }
   EXPECT_GT(positive, 0);
-  dlclose(lib);
-  fs::remove_all(dir);
 }
 
 // torch.tensor(scale) of a float scalar input becomes a tensor made from the input at run time
