@@ -15,7 +15,7 @@ import torch
 from . import compile_baseline
 from .common import OracleError, exc_text, one_line, spec_to_torch_dtype, sync, torch_dtype_name, warn, write_json
 from .inputs import derive_seed, gen_inputs, load_blob_inputs, regen_threshold, seed_everything, to_storable
-from .reference import load_run, normalize_outputs, output_call
+from .reference import load_run, normalize_outputs, on_device, output_call
 from .safetensors_io import read_safetensors, same_bytes, tensor_sha256, write_safetensors
 from .spec import shape_of
 from .timing import time_cpu, time_cuda
@@ -49,7 +49,8 @@ def prepare_job(problem, refsrc, uuid, seed, device, notes):
             blobs = load_blob_inputs(j.workload)
         except Exception as e:
             raise OracleError("load", f"Failed to load safetensors: {exc_text(e)}")
-    namespace, j.run_fn = load_run(refsrc, problem.input_names, notes)
+    namespace, run_fn = load_run(refsrc, problem.input_names, notes)
+    j.run_fn = on_device(run_fn, device)
     j.dseed = derive_seed(uuid, seed)
     seed_everything(j.dseed, device)
     j.values, j.sources = gen_inputs(problem, j.workload, blobs, namespace, device, notes)

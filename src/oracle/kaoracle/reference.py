@@ -81,6 +81,37 @@ def load_run(refsrc, input_names, notes):
     return namespace, run_fn
 
 
+def _is_cuda(d):
+    return (isinstance(d, str) and d.startswith("cuda")) or (isinstance(d, torch.device) and d.type == "cuda")
+
+
+class _CudaOnCpu(torch.overrides.TorchFunctionMode):
+    """Tensors a reference asks for on 'cuda' (a literal device in its code) made on the CPU."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if _is_cuda(kwargs.get("device")):
+            kwargs["device"] = "cpu"
+        if func is torch.Tensor.to and len(args) > 1 and _is_cuda(args[1]):
+            args = (args[0], "cpu") + tuple(args[2:])
+        if func is torch.Tensor.cuda:
+            return args[0]
+        return func(*args, **kwargs)
+
+
+def on_device(run_fn, device):
+    """run_fn as the oracle calls it: on a machine without CUDA, a reference that names the 'cuda'
+    device (torch.device('cuda') in its code) runs on the CPU instead of failing."""
+    if device.type != "cpu" or torch.cuda.is_available():
+        return run_fn
+
+    def run(*args):
+        with _CudaOnCpu():
+            return run_fn(*args)
+
+    return run
+
+
 def output_call(run_fn, values, device):
     """The call that produces the reference's outputs, timed (wall and, on CUDA, events): for a long
     reference it is the warm-up, or the timed call, of the eager timing (timing.py). Returns
