@@ -150,6 +150,15 @@ void store(Buffer& b, int64_t i, double v) {
     case DType::f16: reinterpret_cast<uint16_t*>(b.bytes.data())[i] = double_to_half(v); break;
     case DType::i64: reinterpret_cast<int64_t*>(b.bytes.data())[i] = static_cast<int64_t>(v); break;
     case DType::i32: reinterpret_cast<int32_t*>(b.bytes.data())[i] = static_cast<int32_t>(v); break;
+    case DType::f8_e4m3fn: {  // the nearest finite e4m3 code
+      int best = 0;
+      for (int c = 0; c < 256; ++c)
+        if (c != 0x7f && c != 0xff && std::fabs(fp8_e4m3fn_to_double(static_cast<uint8_t>(c)) - v) <
+                                          std::fabs(fp8_e4m3fn_to_double(static_cast<uint8_t>(best)) - v))
+          best = c;
+      b.bytes[static_cast<size_t>(i)] = static_cast<unsigned char>(best);
+      break;
+    }
     default: b.bytes[static_cast<size_t>(i)] = static_cast<unsigned char>(v); break;
   }
 }
@@ -189,13 +198,14 @@ ka::TensorArg targ(Buffer& b) {
 
 // Runs the host and the emulated CUDA candidate of `g` on the same random inputs and compares
 // every output (|cuda - host| <= atol + rtol |host| for all but 0.5% of the elements).
+// `cuda_g` (optional): the graph the CUDA side generates from, where a CUDA-only pass rewrote it.
 void compare_backends(const Graph& g, const std::map<std::string, int64_t>& axes, const std::map<std::string, double>& scalars,
-                      bool fuse = true) {
+                      bool fuse = true, const Graph* cuda_g = nullptr) {
   const fs::path dir = make_temp_dir((fs::temp_directory_path() / "ka-graph-cuda-").string());
   std::string err;
   Entry host = load_lib(dir, "host", host_source(g), false, err);
   ASSERT_NE(host, nullptr) << err;
-  Entry cuda = load_lib(dir, "cuda", cuda_source(g, fuse), true, err);
+  Entry cuda = load_lib(dir, "cuda", cuda_source(cuda_g ? *cuda_g : g, fuse), true, err);
   ASSERT_NE(cuda, nullptr) << err.substr(0, 6000);
   std::mt19937 rng(7);
   std::vector<Buffer> ins, out_h, out_c;
@@ -249,6 +259,38 @@ TEST(GraphCuda, EmulatedKernelsMatchTheHostBackend) {
   Graph g = test::graph_from(kMixGraph);
   run_passes(g);
   compare_backends(g, {{"rows", 5}, {"width", 8}, {"twice", 16}}, {{"scale", 2.0}});
+}
+
+// fp8 _scaled_mm (per-tensor scale of a, per-column scale of b, a bias, bf16 out) through the
+// CUDA-only expansion (float32 operands, mm, scales, bias) against the host runtime's direct lowering.
+TEST(GraphCuda, Fp8ScaledMmExpandsToFloat32Ops) {
+  const char* text = R"({
+  "format": "kernelarc-graph", "version": 1, "problem": "fp8_test", "axes": {"m": {"type": "var"}},
+  "values": [
+    {"id": 0, "kind": "tensor", "dtype": "float8_e4m3fn", "shape": ["m", "32"]},
+    {"id": 1, "kind": "tensor", "dtype": "float8_e4m3fn", "shape": ["16", "32"]},
+    {"id": 2, "kind": "tensor", "dtype": "float32", "shape": []},
+    {"id": 3, "kind": "tensor", "dtype": "float32", "shape": ["1", "16"]},
+    {"id": 4, "kind": "tensor", "dtype": "bfloat16", "shape": ["16"]},
+    {"id": 5, "kind": "tensor", "dtype": "float8_e4m3fn", "shape": ["32", "16"], "strides": ["1", "32"]},
+    {"id": 6, "kind": "tensor", "dtype": "bfloat16", "shape": ["m", "16"]}
+  ],
+  "inputs": [{"name": "a", "value": 0}, {"name": "b", "value": 1}, {"name": "sa", "value": 2}, {"name": "sb", "value": 3},
+             {"name": "bias", "value": 4}],
+  "outputs": [{"name": "y", "value": 6}],
+  "nodes": [
+    {"op": "aten.permute.default", "args": [{"value": 1}, {"list": [{"int": 1}, {"int": 0}]}], "outputs": [5]},
+    {"op": "aten._scaled_mm.default", "args": [{"value": 0}, {"value": 5}, {"value": 2}, {"value": 3}, {"value": 4}],
+     "kwargs": {"out_dtype": {"dtype": "bfloat16"}}, "outputs": [6]}
+  ]
+})";
+  Graph host = test::graph_from(text), cuda = test::graph_from(text);
+  run_passes(host);
+  EXPECT_FALSE(cuda_ops_not_lowered(host).empty());  // _scaled_mm itself is not a CUDA op
+  EXPECT_EQ(expand_scaled_mm(cuda), 1);
+  run_passes(cuda);
+  EXPECT_TRUE(cuda_ops_not_lowered(cuda).empty());
+  compare_backends(host, {{"m", 7}}, {}, true, &cuda);
 }
 
 TEST(GraphCuda, UnfusedKernelsMatchToo) {

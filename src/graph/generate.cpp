@@ -61,7 +61,10 @@ Entry& cached(const Problem& p, const std::string& runtime_source, const std::st
     e.lowering.shapes = c.per_shape() ? c.graphs.size() : 0;
     e.lowering.per_shape_because = c.per_shape_because;
     e.graphs = c.graphs;
-    for (auto& g : e.graphs) run_passes(g);
+    for (auto& g : e.graphs) {
+      if (target == "cuda") expand_scaled_mm(g);  // no fp8 GEMMs in the CUDA backend yet
+      run_passes(g);
+    }
     e.lowering.ops_not_lowered = not_lowered(e.graphs, runtime_source, target);
   }
   return cache.emplace(key, std::move(e)).first->second;

@@ -6,6 +6,8 @@
 //   pass_library.cpp   library-op selection: gemm / conv / fft / sort / scan per heavy node
 //   pass_memory.cpp    liveness, frees after last use, buffer slots reused by equal size
 //   pass_reroll.cpp    repeated subgraphs of unrolled loops (period and trip count)
+//   pass_scaled_mm.cpp fp8 _scaled_mm as float32 conversions, a GEMM and the scales (backends
+//                      without fp8 GEMMs)
 #pragma once
 #include <map>
 #include <string>
@@ -45,6 +47,10 @@ struct RepeatRegion {
 };
 // Maximal runs of an identical op sequence (same ops and constant arguments) repeated ≥ 3 times.
 std::vector<RepeatRegion> find_repeats(const Graph& g, int min_count = 3);
+
+// Replaces each fp8 `_scaled_mm` by float32 conversions of its operands, mm, the scale products,
+// the bias and the conversion to out_dtype (its output value kept); returns how many.
+int expand_scaled_mm(Graph& g);
 
 // Runs simplify and fold_views to a fixed point, then library selection.
 void run_passes(Graph& g);
