@@ -293,6 +293,35 @@ TEST(GraphCuda, Fp8ScaledMmExpandsToFloat32Ops) {
   compare_backends(host, {{"m", 7}}, {}, true, &cuda);
 }
 
+// nvfp4 _scaled_mm through the same expansion (bytes split into e2m1 codes, the table, the blocked
+// scales read by views) against the host runtime's direct dequantisation.
+TEST(GraphCuda, Nvfp4ScaledMmExpandsToFloat32Ops) {
+  const char* text = R"({
+  "format": "kernelarc-graph", "version": 1, "problem": "nvfp4_test", "axes": {},
+  "values": [
+    {"id": 0, "kind": "tensor", "dtype": "float4_e2m1fn_x2", "shape": ["128", "32"]},
+    {"id": 1, "kind": "tensor", "dtype": "float8_e4m3fn", "shape": ["512"]},
+    {"id": 2, "kind": "tensor", "dtype": "float4_e2m1fn_x2", "shape": ["256", "32"]},
+    {"id": 3, "kind": "tensor", "dtype": "float8_e4m3fn", "shape": ["1024"]},
+    {"id": 4, "kind": "tensor", "dtype": "float4_e2m1fn_x2", "shape": ["32", "256"], "strides": ["1", "32"]},
+    {"id": 5, "kind": "tensor", "dtype": "bfloat16", "shape": ["128", "256"]}
+  ],
+  "inputs": [{"name": "a", "value": 0}, {"name": "sa", "value": 1}, {"name": "b", "value": 2}, {"name": "sb", "value": 3}],
+  "outputs": [{"name": "y", "value": 5}],
+  "nodes": [
+    {"op": "aten.permute.default", "args": [{"value": 2}, {"list": [{"int": 1}, {"int": 0}]}], "outputs": [4]},
+    {"op": "aten._scaled_mm.default", "args": [{"value": 0}, {"value": 4}, {"value": 1}, {"value": 3}],
+     "kwargs": {"out_dtype": {"dtype": "bfloat16"}}, "outputs": [5]}
+  ]
+})";
+  Graph host = test::graph_from(text), cuda = test::graph_from(text);
+  run_passes(host);
+  EXPECT_EQ(expand_scaled_mm(cuda), 1);
+  run_passes(cuda);
+  EXPECT_TRUE(cuda_ops_not_lowered(cuda).empty());
+  compare_backends(host, {}, {}, true, &cuda);
+}
+
 TEST(GraphCuda, UnfusedKernelsMatchToo) {
   Graph g = test::graph_from(kMixGraph);
   run_passes(g);

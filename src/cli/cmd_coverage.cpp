@@ -107,7 +107,7 @@ void register_coverage(CLI::App& app) {
         if (it == r.backends.end()) return "(no family)";
         return it->second.empty() ? "lowered" : fmt::format("{}", fmt::join(it->second, ","));
       };
-      const std::string cap = !r.captured ? "no" : r.shapes ? fmt::format("{} shapes", r.shapes) : "yes";
+      const std::string cap = !r.captured ? "no" : r.shapes == 1 ? "1 shape" : r.shapes ? fmt::format("{} shapes", r.shapes) : "yes";
       fmt::print("{:<64} {:<8} {:<32} {:<32} {}\n", r.name, cap, cell("host"), cell("cuda"),
                  r.families.empty() ? "-" : fmt::format("{}", fmt::join(r.families, ",")));
     }
