@@ -52,19 +52,19 @@ Arg int_list(const std::vector<int64_t>& v) {
   return a;
 }
 
+// A size as an argument: an int when it is a literal, else a symbolic int.
+Arg dim_arg(const Dim& d) {
+  if (auto c = d.constant()) return Arg::of_int(*c);
+  Arg s;
+  s.kind = Arg::Sym;
+  s.s = d.expr;
+  return s;
+}
+
 Arg dim_list(const std::vector<Dim>& v) {
   Arg a;
   a.kind = Arg::List;
-  for (const auto& d : v) {
-    if (auto c = d.constant()) {
-      a.list.push_back(Arg::of_int(*c));
-    } else {
-      Arg s;
-      s.kind = Arg::Sym;
-      s.s = d.expr;
-      a.list.push_back(s);
-    }
-  }
+  for (const auto& d : v) a.list.push_back(dim_arg(d));
   return a;
 }
 
@@ -117,13 +117,13 @@ int dequant_nvfp4(Emitter& e, int x, int scales, int table) {
   int s = e.convert(scales, DType::f32);
   s = e.view(s, {tiles, expr("32"), expr("4"), expr("4")});
   s = e.permute(s, {0, 2, 1, 3});                      // (tile, quarter, lane, column)
-  s = e.view(e.convert(s, DType::f32), {rt, ct, expr("128"), expr("4")});
+  s = e.view(s, {rt, ct, expr("128"), expr("4")});
   s = e.permute(s, {0, 2, 1, 3});                      // (row tile, row, column tile, column)
-  s = e.view(e.convert(s, DType::f32), {expr(fmt::format("({}) * 128", rt.expr)), expr(fmt::format("({}) * 4", ct.expr))});
-  s = e.op("aten.slice.Tensor", {Arg::ref(s), Arg::of_int(0), Arg::of_int(0), dim_list({rows}).list[0]}, DType::f32,
+  s = e.view(s, {expr(fmt::format("({}) * 128", rt.expr)), expr(fmt::format("({}) * 4", ct.expr))});
+  s = e.op("aten.slice.Tensor", {Arg::ref(s), Arg::of_int(0), Arg::of_int(0), dim_arg(rows)}, DType::f32,
            {rows, expr(fmt::format("({}) * 4", ct.expr))});
-  s = e.op("aten.slice.Tensor", {Arg::ref(s), Arg::of_int(1), Arg::of_int(0), dim_list({blocks}).list[0]}, DType::f32, {rows, blocks});
-  const int s3 = e.view(e.convert(s, DType::f32), {rows, blocks, expr("1")});
+  s = e.op("aten.slice.Tensor", {Arg::ref(s), Arg::of_int(1), Arg::of_int(0), dim_arg(blocks)}, DType::f32, {rows, blocks});
+  const int s3 = e.view(s, {rows, blocks, expr("1")});
   const int v3 = e.view(vals, {rows, blocks, expr("16")});
   const int deq = e.op("aten.mul.Tensor", {Arg::ref(v3), Arg::ref(s3)}, DType::f32, {rows, blocks, expr("16")});
   return e.view(deq, {rows, k});
