@@ -346,6 +346,48 @@ TEST(GraphHost, Nvfp4ScaledMmAndMaskedFill) {
   EXPECT_GT(positive, 0);
 }
 
+// max_pool2d keeps each window's first maximum (and NaN), with flat in-plane indices; bilinear
+// resampling follows torch's source coordinates ((dst + 0.5) * in / out - 0.5, clamped at 0).
+TEST(GraphHost, MaxPoolAndBilinearResample) {
+  const std::string graph = R"({
+  "format": "kernelarc-graph", "version": 1, "problem": "pool_test", "axes": {},
+  "values": [
+    {"id": 0, "kind": "tensor", "dtype": "float32", "shape": ["1", "1", "4", "4"]},
+    {"id": 1, "kind": "tensor", "dtype": "float32", "shape": ["1", "1", "2", "2"]},
+    {"id": 2, "kind": "tensor", "dtype": "int64", "shape": ["1", "1", "2", "2"]},
+    {"id": 3, "kind": "tensor", "dtype": "float32", "shape": ["1", "1", "4", "4"]},
+    {"id": 4, "kind": "tensor", "dtype": "float32", "shape": ["1", "1", "2", "2"]}
+  ],
+  "inputs": [{"name": "x", "value": 0}],
+  "outputs": [{"name": "pooled", "value": 1}, {"name": "where", "value": 2}, {"name": "up", "value": 3}],
+  "nodes": [
+    {"op": "aten.max_pool2d_with_indices.default", "args": [{"value": 0}, {"list": [{"int": 2}, {"int": 2}]},
+     {"list": [{"int": 2}, {"int": 2}]}], "outputs": [1, 2]},
+    {"op": "aten.max_pool2d_with_indices.default", "args": [{"value": 0}, {"list": [{"int": 3}, {"int": 3}]},
+     {"list": [{"int": 3}, {"int": 3}]}, {"list": [{"int": 1}, {"int": 1}]}], "outputs": [4, null]},
+    {"op": "aten.upsample_bilinear2d.vec", "args": [{"value": 4}, {"list": [{"int": 4}, {"int": 4}]}, {"bool": false}, null],
+     "outputs": [3]}
+  ]
+})";
+  BuiltGraph built;
+  build_graph(graph.c_str(), built);
+  ASSERT_NE(built.entry, nullptr) << built.error;
+  // Windows of the 2x2 pool: {0,7,4,7} (first 7 at flat 1), {2,3,9,1}, {5,6,8,8}, {1,0,2,2}.
+  std::vector<float> x{0, 7, 2, 3, 4, 7, 9, 1, 5, 6, 1, 0, 8, 8, 2, 2};
+  std::vector<float> pooled(4), up(16);
+  std::vector<int64_t> where(4);
+  std::vector<ka::TensorArg> args{targ(x.data(), ka::kFloat32, {1, 1, 4, 4}), targ(pooled.data(), ka::kFloat32, {1, 1, 2, 2}),
+                                  targ(where.data(), ka::kInt64, {1, 1, 2, 2}), targ(up.data(), ka::kFloat32, {1, 1, 4, 4})};
+  ASSERT_EQ(built.entry(args.data(), static_cast<int>(args.size())), 0);
+  EXPECT_EQ(pooled, (std::vector<float>{7, 9, 8, 2}));
+  EXPECT_EQ(where, (std::vector<int64_t>{1, 6, 12, 14}));
+  // The padded 3x3 stride-3 pool gives windows rows/cols {-1..1} and {2..4}: [[7, 9], [8, 2]] again,
+  // then 2x2 -> 4x4 bilinear: columns at sources 0, 0.25, 0.75, 1 between 7 and 9 (row 0), 8 and 2 (row 3).
+  // Rows at sources 0, 0.25, 0.75, 1 between those two (values from torch 2.11's F.interpolate).
+  const std::vector<float> want{7, 7.5f, 8.5f, 9, 7.25f, 7.25f, 7.25f, 7.25f, 7.75f, 6.75f, 4.75f, 3.75f, 8, 6.5f, 3.5f, 2};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(up[i], want[i]) << i;
+}
+
 // torch.tensor(scale) of a float scalar input becomes a tensor made from the input at run time
 // (aten.scalar_tensor), not the traced value: one symbolic graph passes workloads of other scales.
 TEST(GraphHostDev, ScalarInputMadeATensorIsReadAtRunTime) {

@@ -1,5 +1,5 @@
 // rt_products.h — graph_rt.cpp's matrix products (mm, bmm, addmm, baddbmm, matmul, _scaled_mm;
-// GEMM_WORKERS threads over column tiles) and convolution.
+// GEMM_WORKERS threads over column tiles), convolution, 2-D max pooling and bilinear resampling.
 // A part of graph_rt.cpp (family.json "sources"), expanded where the entry includes it: no include guard.
 // ───────────────────────────── matrix products ─────────────────────────────
 namespace kg {
@@ -215,4 +215,96 @@ inline T conv(const T& x0, const T& w0, const A& bias, const Shape& stride, cons
 KG_OP(aten_convolution_default) {
   (void)k;
   return {kg::A(kg::conv(p[0].t, p[1].t, p[2], p[3].ints(), p[4].ints(), p[5].ints(), p[6].num() != 0, p[7].ints(), p[8].integer(), o[0]))};
+}
+
+// max_pool2d over the last two dims of a (N, C, H, W) or (C, H, W) tensor; indices are flat
+// positions within each H×W plane (torch's convention); NaN wins, the first maximum is kept.
+KG_OP(aten_max_pool2d_with_indices_default) {
+  const kg::T x = kg::contig(p[0].t);
+  auto pair = [](kg::Shape s, kg::Shape dflt) { return s.empty() ? dflt : s.size() == 1 ? kg::Shape{s[0], s[0]} : s; };
+  const kg::Shape ks = pair(p[1].ints(), {1, 1}), st = pair(kg::arg(p, k, 2, "stride").ints(), ks),
+                  pd = pair(kg::arg(p, k, 3, "padding").ints(), {0, 0}), dl = pair(kg::arg(p, k, 4, "dilation").ints(), {1, 1});
+  const bool ceil = kg::arg(p, k, 5, "ceil_mode").num() != 0;
+  const int64_t H = x.shape[x.dim() - 2], W = x.shape[x.dim() - 1], planes = x.numel() / std::max<int64_t>(H * W, 1);
+  auto out_len = [&](int64_t in, int d) {
+    const int64_t span = in + 2 * pd[d] - dl[d] * (ks[d] - 1) - 1;
+    int64_t n = (ceil ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
+    if (ceil && (n - 1) * st[d] >= in + pd[d]) --n;  // the last window must start inside the input or left padding
+    return n;
+  };
+  const int64_t OH = out_len(H, 0), OW = out_len(W, 1);
+  kg::Shape os = x.shape;
+  os[os.size() - 2] = OH;
+  os[os.size() - 1] = OW;
+  kg::T v = kg::empty(os, o[0]), ix = kg::empty(os, o.size() > 1 && o[1] >= 0 ? o[1] : kg::I64);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double best = -kg::kInf;
+        int64_t at = -1;
+        for (int64_t i = 0; i < ks[0]; ++i)
+          for (int64_t j = 0; j < ks[1]; ++j) {
+            const int64_t h = oh * st[0] - pd[0] + i * dl[0], w = ow * st[1] - pd[1] + j * dl[1];
+            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+            const double e = x.data()[pl * H * W + h * W + w];
+            if (at < 0 || e > best || (std::isnan(e) && !std::isnan(best))) { best = e; at = h * W + w; }
+          }
+        const int64_t q = (pl * OH + oh) * OW + ow;
+        v.data()[q] = best;
+        ix.data()[q] = static_cast<double>(at);
+      }
+  return {kg::A(v), kg::A(ix)};
+}
+
+// Bilinear resampling of the last two dims (torch's upsample_bilinear2d): source coordinate
+// (dst + 0.5) * in / out - 0.5 clamped at 0, or dst * (in - 1) / (out - 1) with align_corners;
+// the size comes from output_size or, when that is None, from scale_factors (scale 1 / factor).
+namespace kg {
+struct LerpTap { int64_t i0, i1; double l; };
+inline std::vector<LerpTap> lerp_taps(int64_t in, int64_t out, bool align, double factor) {
+  std::vector<LerpTap> t(static_cast<size_t>(out));
+  const double scale = align ? (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                             : (factor > 0 ? 1.0 / factor : static_cast<double>(in) / static_cast<double>(out));
+  for (int64_t d = 0; d < out; ++d) {
+    const double src = align ? d * scale : std::max((d + 0.5) * scale - 0.5, 0.0);
+    const int64_t i0 = std::min(static_cast<int64_t>(src), in - 1);
+    t[static_cast<size_t>(d)] = {i0, std::min(i0 + 1, in - 1), src - static_cast<double>(i0)};
+  }
+  return t;
+}
+}  // namespace kg
+KG_OP(aten_upsample_bilinear2d_vec) {
+  const kg::T x = kg::contig(p[0].t);
+  const kg::A& size = kg::arg(p, k, 1, "output_size");
+  const bool align = kg::arg(p, k, 2, "align_corners").num() != 0;
+  const kg::A& sf = kg::arg(p, k, 3, "scale_factors");
+  const int64_t H = x.shape[x.dim() - 2], W = x.shape[x.dim() - 1], planes = x.numel() / std::max<int64_t>(H * W, 1);
+  std::vector<double> f{0.0, 0.0};
+  int64_t OH, OW;
+  if (!size.none()) {
+    const kg::Shape s = size.ints();
+    OH = s[0];
+    OW = s[1];
+  } else {
+    for (size_t d = 0; d < 2; ++d) f[d] = sf.l.size() == 1 ? sf.l[0].num() : sf.l[d].num();
+    OH = static_cast<int64_t>(std::floor(H * f[0]));
+    OW = static_cast<int64_t>(std::floor(W * f[1]));
+  }
+  const auto th = kg::lerp_taps(H, OH, align, f[0]), tw = kg::lerp_taps(W, OW, align, f[1]);
+  kg::Shape os = x.shape;
+  os[os.size() - 2] = OH;
+  os[os.size() - 1] = OW;
+  kg::T out = kg::empty(os, o[0]);
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const double* a = x.data() + pl * H * W;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const kg::LerpTap& r = th[static_cast<size_t>(oh)];
+        const kg::LerpTap& c = tw[static_cast<size_t>(ow)];
+        const double top = (1 - c.l) * a[r.i0 * W + c.i0] + c.l * a[r.i0 * W + c.i1];
+        const double bot = (1 - c.l) * a[r.i1 * W + c.i0] + c.l * a[r.i1 * W + c.i1];
+        out.data()[(pl * OH + oh) * OW + ow] = kg::rnd(o[0], (1 - r.l) * top + r.l * bot);
+      }
+  }
+  return {kg::A(out)};
 }
