@@ -5,8 +5,9 @@
 #   bench/tools/graph_host_check.sh [PROBLEM_OR_FOLDER...]
 #       default: ../shared/problems/sol-execbench/{L1,L2,Quant}
 #   env: KA (the kernelarc binary, default build/src/kernelarc), OUT (results folder, default
-#        /tmp/ka-graph-host-check; re-runs skip problems already judged there), TIMEOUT (seconds per
-#        judge call, default 900), JOBS (problems judged at once, default 1)
+#        /tmp/ka-graph-host-check; a re-run skips the problems that passed there and judges the
+#        others again), TIMEOUT (seconds per judge call, default 900), JOBS (problems judged at
+#        once, default 1), JUDGE=0 (judge nothing: coverage, then the counts of what OUT holds)
 #
 # Each problem is judged as a folder of its smallest workload alone (OUT/stage/<problem>), so a
 # reference captured per shape (docs/graph-format.md) is captured at that one shape. Writes
@@ -86,15 +87,19 @@ export -f judge
 export KA OUT TIMEOUT
 
 while IFS=$'\t' read -r name dir uuid status detail; do
+  [ "${JUDGE:-1}" = 0 ] && [ "$status" = JUDGE ] && continue
   if [ "$status" != JUDGE ]; then printf '%s\t%s\t%s\n' "$name" "$status" "$detail" > "$OUT/done/$name"; continue; fi
   [ -f "$OUT/done/$name" ] && grep -q $'\tPASS\t' "$OUT/done/$name" && continue
   printf '%s\0%s\0%s\0' "$name" "$dir" "$uuid"
-done < "$OUT/plan.tsv" | xargs -0 -n 3 -P "$JOBS" bash -c 'judge "$@"' _
+done < "$OUT/plan.tsv" | xargs -0 -r -n 3 -P "$JOBS" bash -c 'judge "$@"' _
 
 : > "$OUT/results.tsv"
-while IFS=$'\t' read -r name _; do cat "$OUT/done/$name" >> "$OUT/results.tsv"; done < "$OUT/plan.tsv"
+while IFS=$'\t' read -r name _ _ status _; do  # a judged problem's verdict, from this run or one before
+  if [ "$status" != JUDGE ] || grep -qE $'\t(PASS|FAIL)\t' "$OUT/done/$name" 2>/dev/null; then cat "$OUT/done/$name"
+  else printf '%s\tNOT_JUDGED\t\n' "$name"; fi >> "$OUT/results.tsv"
+done < "$OUT/plan.tsv"
 total=$(wc -l < "$OUT/plan.tsv")
-for s in PASS FAIL NOT_CAPTURED NOT_LOWERED; do
+for s in PASS FAIL NOT_JUDGED NOT_CAPTURED NOT_LOWERED; do
   printf '%-13s %d\n' "$s" "$(cut -f2 "$OUT/results.tsv" | grep -cx "$s")"
 done
 printf '%-13s %d\n' total "$total"
