@@ -27,7 +27,7 @@ mkdir -p "$OUT/cands" "$OUT/logs" "$OUT/done" "$OUT/stage"
 
 # Each problem as a one-workload problem folder (its smallest workload) under OUT/stage, so that a
 # reference captured per shape is captured at that shape alone; plan.tsv: name, staged folder, uuid.
-python3 - "$OUT/stage" "$@" > "$OUT/plan.tsv" <<'PY'
+python3 - "$OUT/stage" "$@" > "$OUT/plan.tsv" <<'PY' || { echo "graph_host_check: cannot stage the problems (above)" >&2; exit 2; }
 import json, math, os, shutil, sys
 stage, roots = sys.argv[1], sys.argv[2:]
 dirs = []
@@ -56,7 +56,8 @@ for d in dirs:
         os.rename(dst + ".tmp", dst)
     print("\t".join([name, dst, json.loads(smallest)["uuid"] if smallest else ""]))
 PY
-"$KA" coverage "$OUT/stage" --json --emit "$OUT/cands" > "$OUT/coverage.json" || { echo "coverage failed" >&2; exit 2; }
+cut -f2 "$OUT/plan.tsv" | tr '\n' '\0' | xargs -0 "$KA" coverage --json --emit "$OUT/cands" > "$OUT/coverage.json" ||
+  { echo "coverage failed" >&2; exit 2; }
 python3 - "$OUT/coverage.json" "$OUT/plan.tsv" > "$OUT/plan2.tsv" <<'PY'
 import json, sys
 cov = {r["name"]: r for r in json.load(open(sys.argv[1]))}
