@@ -388,6 +388,39 @@ TEST(GraphHost, MaxPoolAndBilinearResample) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(up[i], want[i]) << i;
 }
 
+// fp32 sigmoid is PyTorch's 1 / (1 + exp(-x)) in fp32 steps: exactly 1.0 at x = 17, where the
+// correctly rounded value is 1 - 2^-24 (top-k routers break ties among saturated scores on this).
+TEST(GraphHost, Fp32SigmoidSaturatesAsPyTorchDoes) {
+  const std::string graph = R"({
+  "format": "kernelarc-graph", "version": 1, "problem": "sigmoid_test", "axes": {},
+  "values": [
+    {"id": 0, "kind": "tensor", "dtype": "float32", "shape": ["3"]},
+    {"id": 1, "kind": "tensor", "dtype": "float32", "shape": ["3"]},
+    {"id": 2, "kind": "tensor", "dtype": "float64", "shape": ["3"]},
+    {"id": 3, "kind": "tensor", "dtype": "float64", "shape": ["3"]}
+  ],
+  "inputs": [{"name": "x", "value": 0}, {"name": "xd", "value": 2}],
+  "outputs": [{"name": "y", "value": 1}, {"name": "yd", "value": 3}],
+  "nodes": [
+    {"op": "aten.sigmoid.default", "args": [{"value": 0}], "outputs": [1]},
+    {"op": "aten.sigmoid.default", "args": [{"value": 2}], "outputs": [3]}
+  ]
+})";
+  BuiltGraph built;
+  build_graph(graph.c_str(), built);
+  ASSERT_NE(built.entry, nullptr) << built.error;
+  std::vector<float> x{17.0f, 0.5f, -3.0f}, y(3);
+  std::vector<double> xd{17.0, 0.5, -3.0}, yd(3);
+  std::vector<ka::TensorArg> args{targ(x.data(), ka::kFloat32, {3}), targ(xd.data(), ka::kFloat64, {3}),
+                                  targ(y.data(), ka::kFloat32, {3}), targ(yd.data(), ka::kFloat64, {3})};
+  ASSERT_EQ(built.entry(args.data(), static_cast<int>(args.size())), 0);
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_FLOAT_EQ(y[1], 1.0f / (1.0f + std::exp(-0.5f)));
+  EXPECT_FLOAT_EQ(y[2], 1.0f / (1.0f + std::exp(3.0f)));
+  EXPECT_LT(yd[0], 1.0);  // fp64 keeps the exact value
+  EXPECT_DOUBLE_EQ(yd[2], 1.0 / (1.0 + std::exp(3.0)));
+}
+
 // torch.tensor(scale) of a float scalar input becomes a tensor made from the input at run time
 // (aten.scalar_tensor), not the traced value: one symbolic graph passes workloads of other scales.
 TEST(GraphHostDev, ScalarInputMadeATensorIsReadAtRunTime) {

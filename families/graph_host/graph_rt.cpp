@@ -366,7 +366,10 @@ KG_UNARY(acosh, std::acosh(x))
 KG_UNARY(atanh, std::atanh(x))
 KG_UNARY(erf, std::erf(x))
 KG_UNARY(erfc, std::erfc(x))
-KG_UNARY(sigmoid, 1.0 / (1.0 + std::exp(-x)))
+// sigmoid below fp64 in fp32 arithmetic, as PyTorch computes it: 1 / (1 + exp(-x)) rounded at each
+// step saturates to exactly 1.0 from x ≈ 16.6, where the correctly rounded value stays below 1 up to
+// x ≈ 17.3; routers that take the top-k of saturated scores break ties on exactly that.
+KG_UNARY(sigmoid, o[0] == kg::F64 ? 1.0 / (1.0 + std::exp(-x)) : static_cast<double>(1.0f / (1.0f + std::exp(-static_cast<float>(x)))))
 KG_UNARY(reciprocal, 1.0 / x)
 KG_UNARY(sign, (x > 0) - (x < 0) + 0.0)
 KG_UNARY(sgn, (x > 0) - (x < 0) + 0.0)
