@@ -217,6 +217,20 @@ KG_OP(aten_convolution_default) {
   return {kg::A(kg::conv(p[0].t, p[1].t, p[2], p[3].ints(), p[4].ints(), p[5].ints(), p[6].num() != 0, p[7].ints(), p[8].integer(), o[0]))};
 }
 
+// Pooling and resampling work on the last two dims: planes of h × w, `n` of them.
+namespace kg {
+struct Planes { int64_t n, h, w; };
+inline Planes planes_of(const T& x) {
+  const int64_t h = x.shape[x.dim() - 2], w = x.shape[x.dim() - 1];
+  return {x.numel() / std::max<int64_t>(h * w, 1), h, w};
+}
+inline Shape with_plane(Shape s, int64_t h, int64_t w) {
+  s[s.size() - 2] = h;
+  s[s.size() - 1] = w;
+  return s;
+}
+}  // namespace kg
+
 // max_pool2d over the last two dims of a (N, C, H, W) or (C, H, W) tensor; indices are flat
 // positions within each H×W plane (torch's convention); NaN wins, the first maximum is kept.
 KG_OP(aten_max_pool2d_with_indices_default) {
@@ -225,7 +239,7 @@ KG_OP(aten_max_pool2d_with_indices_default) {
   const kg::Shape ks = pair(p[1].ints(), {1, 1}), st = pair(kg::arg(p, k, 2, "stride").ints(), ks),
                   pd = pair(kg::arg(p, k, 3, "padding").ints(), {0, 0}), dl = pair(kg::arg(p, k, 4, "dilation").ints(), {1, 1});
   const bool ceil = kg::arg(p, k, 5, "ceil_mode").num() != 0;
-  const int64_t H = x.shape[x.dim() - 2], W = x.shape[x.dim() - 1], planes = x.numel() / std::max<int64_t>(H * W, 1);
+  const auto [planes, H, W] = kg::planes_of(x);
   auto out_len = [&](int64_t in, int d) {
     const int64_t span = in + 2 * pd[d] - dl[d] * (ks[d] - 1) - 1;
     int64_t n = (ceil ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
@@ -233,9 +247,7 @@ KG_OP(aten_max_pool2d_with_indices_default) {
     return n;
   };
   const int64_t OH = out_len(H, 0), OW = out_len(W, 1);
-  kg::Shape os = x.shape;
-  os[os.size() - 2] = OH;
-  os[os.size() - 1] = OW;
+  const kg::Shape os = kg::with_plane(x.shape, OH, OW);
   kg::T v = kg::empty(os, o[0]), ix = kg::empty(os, o.size() > 1 && o[1] >= 0 ? o[1] : kg::I64);
   for (int64_t pl = 0; pl < planes; ++pl)
     for (int64_t oh = 0; oh < OH; ++oh)
@@ -278,7 +290,7 @@ KG_OP(aten_upsample_bilinear2d_vec) {
   const kg::A& size = kg::arg(p, k, 1, "output_size");
   const bool align = kg::arg(p, k, 2, "align_corners").num() != 0;
   const kg::A& sf = kg::arg(p, k, 3, "scale_factors");
-  const int64_t H = x.shape[x.dim() - 2], W = x.shape[x.dim() - 1], planes = x.numel() / std::max<int64_t>(H * W, 1);
+  const auto [planes, H, W] = kg::planes_of(x);
   std::vector<double> f{0.0, 0.0};
   int64_t OH, OW;
   if (!size.none()) {
@@ -291,10 +303,7 @@ KG_OP(aten_upsample_bilinear2d_vec) {
     OW = static_cast<int64_t>(std::floor(W * f[1]));
   }
   const auto th = kg::lerp_taps(H, OH, align, f[0]), tw = kg::lerp_taps(W, OW, align, f[1]);
-  kg::Shape os = x.shape;
-  os[os.size() - 2] = OH;
-  os[os.size() - 1] = OW;
-  kg::T out = kg::empty(os, o[0]);
+  kg::T out = kg::empty(kg::with_plane(x.shape, OH, OW), o[0]);
   for (int64_t pl = 0; pl < planes; ++pl) {
     const double* a = x.data() + pl * H * W;
     for (int64_t oh = 0; oh < OH; ++oh)
