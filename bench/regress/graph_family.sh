@@ -11,9 +11,12 @@
 #
 # Default problems: the dev L1, L2 and Quant problems at positions 0, 4, 8, ... of each category in
 # name order (under $DEV, default the parent of $P: .data/problems/sol-execbench). Resumable: a
-# problem with a line in $OUT/graph_family/status.tsv is skipped, and the campaign folder keeps its
-# candidates, so the same command in a later call goes on (carry $OUT back with RESUME=DIR, a
-# graph_family folder from an earlier archive). Environment: N (candidates per problem),
+# problem with a line in $OUT/graph_family/status.tsv is skipped, and its row of the table is kept in
+# rows.tsv, so the same command in a later call goes on (carry $OUT back with RESUME=DIR, a
+# graph_family folder from an earlier archive; its campaign folder may be left out). Each problem
+# has its own oracle cache, removed after it; captured graphs are shared
+# ($KERNELARC_CACHE/graphs; GRAPHS_TGZ, an archive of graphs captured on another machine, is
+# unpacked into it first). Environment: N (candidates per problem),
 # PER_PROBLEM_S (default 300: --time-limit of one problem's optimize), DEADLINE (seconds for the
 # whole call, default 540: no problem starts with less than PER_PROBLEM_S + 30 left), OPT_ARGS
 # (more optimize options), TARGET=host (checks the script without a GPU; no compile timings).
@@ -25,8 +28,10 @@ PER_PROBLEM_S=${PER_PROBLEM_S:-300}
 deadline_start "${DEADLINE:-540}"
 DEV=${DEV:-$(dirname "$P")}
 [[ -n ${RESUME:-} && ! -f $OUT/status.tsv ]] && cp -r "$RESUME"/. "$OUT"/
-mkdir -p "$OUT/logs" "$OUT/families"
-touch "$OUT/status.tsv"
+GRAPHS=$KERNELARC_CACHE/graphs  # captured graphs, shared by the problems' caches
+mkdir -p "$OUT/logs" "$OUT/families" "$GRAPHS"
+touch "$OUT/status.tsv" "$OUT/rows.tsv"
+[[ -n ${GRAPHS_TGZ:-} && -f $GRAPHS_TGZ ]] && tar xzf "$GRAPHS_TGZ" -C "$GRAPHS" --skip-old-files 2>>"$OUT/logs/graphs.err"
 FAMILY=graph_${TARGET:-cuda}  # the family of the target: graph_host when the script is checked on a CPU
 rm -rf "$OUT/families"/graph_* && cp -r "families/$FAMILY" "$OUT/families/"
 if [[ ! -f $OUT/gpu.txt ]]; then
@@ -47,7 +52,13 @@ if ((${#probs[@]} == 0)); then
 fi
 
 name_of() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]+'/definition.json'))['name'])" "$1"; }
-status() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$OUT/status.tsv"; }
+# status NAME STATUS WALL: the problem is done; its row of the table goes to rows.tsv at once, so
+# a later call (RESUME with this folder, even without its campaign) keeps the figures.
+status() {
+  printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$OUT/status.tsv"
+  python3 bench/tools/graph_family_summary.py "$OUT/camp" <(printf '%s\t%s\t%s\n' "$1" "$2" "$3") 2>>"$OUT/summary.err" |
+    tail -n +2 >>"$OUT/rows.tsv"
+}
 
 for pr in "${probs[@]}"; do
   name=$(name_of "$pr") || { echo "$pr: no definition.json" >>"$OUT/logs/skipped.txt"; continue; }
@@ -66,19 +77,22 @@ print('yes' if r['captured'] and r['backends'].get(sys.argv[2],{}).get('lowered'
     continue
   fi
   t0=$(date +%s)
-  timeout -k 90 $((PER_PROBLEM_S + 120)) $K optimize "$pr" --target ${TARGET:-cuda} --budget "$N" --families "$OUT/families" \
+  cache=/tmp/kc-$name  # one oracle cache per problem, removed after it: inputs of many workloads fill a disk
+  rm -rf "$cache" && mkdir -p "$cache" && ln -s "$(cd "$GRAPHS" && pwd)" "$cache/graphs"
+  KERNELARC_CACHE=$cache timeout -k 90 $((PER_PROBLEM_S + 120)) $K optimize "$pr" --target ${TARGET:-cuda} --budget "$N" --families "$OUT/families" \
     --out "$OUT/camp" --seed 1 --no-progress --no-sol --time-limit "$PER_PROBLEM_S" \
     $([[ ${TARGET:-cuda} == cuda ]] && echo --time-compile) ${OPT_ARGS:-} >"$OUT/logs/$name.optimize.txt" 2>&1
   rc=$?
   wall=$(($(date +%s) - t0))
   echo "$name: exit $rc, wall $wall s" >>"$OUT/logs/optimize_exits.txt"
   # A run cut off by its own time limit still counts as done (its candidates are in the store).
+  cp "$cache"/logs/runner-*.log "$cache"/logs/oracle-*.log "$OUT/logs/" 2>/dev/null
+  rm -rf "$cache"
   ((rc == 0 || rc == 124)) && status "$name" ran "$wall"
 done
 
-# The judge's runner and oracle logs of this call (where a problem's time went) beside the others.
-cp "$KERNELARC_CACHE"/logs/runner-*.log "$KERNELARC_CACHE"/logs/oracle-*.log "$OUT/logs/" 2>/dev/null || true
-python3 bench/tools/graph_family_summary.py "$OUT/camp" "$OUT/status.tsv" >"$OUT/summary_table.tsv" 2>"$OUT/summary.err"
+python3 bench/tools/graph_family_summary.py "$OUT/camp" /dev/null >"$OUT/summary_table.tsv" 2>>"$OUT/summary.err"
+cat "$OUT/rows.tsv" >>"$OUT/summary_table.tsv"
 {
   echo "=== $FAMILY campaign: $(head -2 "$OUT/gpu.txt" | tail -1), $(date -u +%FT%TZ), N=$N, $(wc -l <"$OUT/status.tsv") problems done"
   [[ -s $OUT/logs/skipped.txt ]] && echo "not started this call: $(wc -l <"$OUT/logs/skipped.txt") (run again to resume)"
