@@ -239,7 +239,8 @@ void Gen::gemm_step(const Group& gr) {
                       expr_cpp(as[r - 1].expr), alpha, beta, opt.tf32, bias_ptr);
 }
 
-// index_put: the output is a copy of self, then the values are stored (or added) at the indices.
+// index_put, scatter_add, scatter: the output is a copy of self, then the values are stored (or
+// added) at the indices.
 void Gen::scatter_step(const Group& gr) {
   const Node& n = g.nodes[static_cast<size_t>(gr.root)];
   const int out = n.outputs.at(0);
@@ -251,7 +252,7 @@ void Gen::scatter_step(const Group& gr) {
   k.group = gr.id;
   const std::string fput = scatter_fn(k, n);
   const std::string ns = fmt::format("kg{}", nk++);
-  const auto rshape = index_result_shape(g, n);
+  const auto rshape = scatter_shape(g, n);
   kernels += fmt::format("namespace {} {{\n{}{}{}}}  // namespace {}\n", ns, k.code, fput, ew_kernel(k, "kern", EwOut{"fput", rshape, ov.type.dtype, false}), ns);
   launch_kernel(k, ns + "::kern", {dst}, false, nullptr, rshape);
 }
@@ -285,7 +286,7 @@ bool node_lowers(const Graph& g, const Node& n) {
     case OpKind::Pointwise:
     case OpKind::View:
     case OpKind::Layout:
-      if (op_base(n.op).starts_with("index_put")) return scatter_supported(g, n);
+      if (is_scatter(n)) return scatter_supported(g, n);
       return expr_supported(g, n);
     case OpKind::Creation: return expr_supported(g, n);
     case OpKind::Reduction:
@@ -363,7 +364,7 @@ void run_steps(Gen& gen) {
     else if (k == OpKind::Library && op_base(root.op) == "convolution") gen.ew_step(root.outputs.at(0), gen.store_loc(root.outputs.at(0)), gr->id);
     else if (k == OpKind::Library) gen.gemm_step(*gr);
     else if (k == OpKind::Reduction || k == OpKind::Normalization) gen.row_step(*gr);
-    else if (op_base(root.op).starts_with("index_put")) gen.scatter_step(*gr);
+    else if (is_scatter(root)) gen.scatter_step(*gr);
     else
       for (int o : root.outputs)
         if (o >= 0) gen.ew_step(o, gen.store_loc(o), gr->id);

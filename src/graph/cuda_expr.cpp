@@ -647,18 +647,64 @@ std::vector<Dim> index_result_shape(const Graph& g, const Node& n) {
   return out;
 }
 
+bool dim_scatter(const Node& n) { return op_base(n.op) == "scatter_add" || op_base(n.op) == "scatter"; }
+
+bool is_scatter(const Node& n) { return op_base(n.op).starts_with("index_put") || dim_scatter(n); }
+
+std::vector<Dim> scatter_shape(const Graph& g, const Node& n) {
+  return dim_scatter(n) ? g.value(n.args.at(2).value).type.shape : index_result_shape(g, n);
+}
+
+namespace {
+
+bool accumulates(DType t) {
+  return t == DType::f32 || t == DType::f64 || t == DType::bf16 || t == DType::f16 || t == DType::i64 || t == DType::i32;
+}
+
+// scatter_add / scatter (self, dim, index, src or value): element i of index goes to the output at
+// i with coordinate `dim` replaced by index[i]; src is read at i (it may be larger than index).
+bool dim_scatter_supported(const Graph& g, const Node& n) {
+  if (n.args.size() < 4 || n.args[2].kind != Arg::ValueRef || n.args[1].kind != Arg::Int) return false;
+  if (n.kwargs.count("reduce")) return false;
+  const bool add = op_base(n.op) == "scatter_add";
+  const size_t rank = g.value(n.args[0].value).type.shape.size();
+  if (g.value(n.args[2].value).type.shape.size() != rank) return false;
+  if (n.args[3].kind == Arg::ValueRef && g.value(n.args[3].value).type.shape.size() != rank) return false;
+  return !add || accumulates(g.value(n.outputs.at(0)).type.dtype);
+}
+
+std::string dim_scatter_fn(Kernel& k, const Node& n) {
+  const Graph& g = *k.plan->g;
+  const Value& out = g.value(n.outputs.at(0));
+  const auto& shape = out.type.shape;
+  const int d = norm_dim(n.args[1].i, shape.size());
+  const int idx = n.args[2].value;
+  Body b;
+  const std::string j = copy_coords(b, shape.size());
+  b.s += fmt::format("  {}[{}] = {};\n", j, d, index_read(k, b, idx, g.value(idx).type.shape, "i", shape[static_cast<size_t>(d)]));
+  const std::string v = n.args[3].kind == Arg::ValueRef ? call_at(k, n.args[3].value, "i", out.type.dtype)
+                                                        : scalar_arg(g, n.args[3], ctype(out.type.dtype));
+  b.s += fmt::format("  kgc::{}<{}>(B.p[0], {}, {});\n", op_base(n.op) == "scatter_add" ? "atomic_add" : "st",
+                     dtcode(out.type.dtype), lin_expr(j, shape), v);
+  return fmt::format("template <typename I, typename BB>\nKA_DEV void fput(const Env& E, const BB& B, const I* i) {{\n{}}}\n", b.s);
+}
+
+}  // namespace
+
 bool scatter_supported(const Graph& g, const Node& n) {
   const std::string b = op_base(n.op);
+  if (dim_scatter(n)) return dim_scatter_supported(g, n);
   if ((b != "index_put" && b != "index_put_") || n.args.size() < 3 || n.args[2].kind != Arg::ValueRef) return false;
   for (const auto& a : n.args.at(1).list)
     if (a.kind == Arg::ValueRef && g.value(a.value).type.dtype == DType::boolean) return false;  // masks: data-dependent
   const DType t = g.value(n.outputs.at(0)).type.dtype;
   const Arg* acc = arg_at(n, 3, "accumulate");
   const bool accumulate = acc && acc->kind == Arg::Bool && acc->i;
-  return !accumulate || t == DType::f32 || t == DType::f64 || t == DType::bf16 || t == DType::f16 || t == DType::i64 || t == DType::i32;
+  return !accumulate || accumulates(t);
 }
 
 std::string scatter_fn(Kernel& k, const Node& n) {
+  if (dim_scatter(n)) return dim_scatter_fn(k, n);
   const Graph& g = *k.plan->g;
   const Value& out = g.value(n.outputs.at(0));
   const Arg* acc = arg_at(n, 3, "accumulate");

@@ -60,12 +60,16 @@ bool scalar_ok(const Graph& g, const Arg& a);     // a scalar argument the kerne
 // cuda_expr.cpp
 bool expr_supported(const Graph& g, const Node& n);  // pointwise, view, layout and creation ops
 std::string value_body(Kernel& k, int v);            // the body of f<v> for an inline value
-bool scatter_supported(const Graph& g, const Node& n);  // index_put
+bool is_scatter(const Node& n);                         // index_put, scatter_add, scatter: a scatter step
+bool scatter_supported(const Graph& g, const Node& n);  // index_put, scatter_add, scatter
 bool conv_supported(const Graph& g, const Node& n);     // convolution (direct, not transposed)
 // The shape of x[indices] (index.Tensor's result; the elements index_put writes).
 std::vector<Dim> index_result_shape(const Graph& g, const Node& n);
-// Device function `fput(E, B, i)` storing (or adding) index_put's value for element i of
-// index_result_shape into B.p[0] (the output, already holding the copied self).
+// The elements a scatter writes: index_result_shape for index_put, the index's shape for
+// scatter_add and scatter.
+std::vector<Dim> scatter_shape(const Graph& g, const Node& n);
+// Device function `fput(E, B, i)` storing (or adding) the scatter's value for element i of
+// scatter_shape into B.p[0] (the output, already holding the copied self).
 std::string scatter_fn(Kernel& k, const Node& n);
 
 // cuda_kernels.cpp
