@@ -67,7 +67,12 @@ for pr in "${probs[@]}"; do
     echo "$name: not started, $(left) s left" >>"$OUT/logs/skipped.txt"
     continue
   fi
-  $K coverage "$pr" --json --families "$OUT/families" >"$OUT/logs/$name.coverage.json" 2>"$OUT/logs/$name.coverage.err"
+  timeout -k 10 $(($(left) - 30)) $K coverage "$pr" --json --families "$OUT/families" >"$OUT/logs/$name.coverage.json" \
+    2>"$OUT/logs/$name.coverage.err"
+  if (($? == 124)); then  # a capture per shape cut at the deadline: the next call goes on from the shapes cached
+    echo "$name: capture cut at the deadline" >>"$OUT/logs/skipped.txt"
+    continue
+  fi
   lowered=$(python3 -c "import json,sys
 r=json.load(open(sys.argv[1]))[0]
 print('yes' if r['captured'] and r['backends'].get(sys.argv[2],{}).get('lowered') else ('not captured' if not r['captured'] else 'not lowered: '+','.join(r['backends'][sys.argv[2]]['ops_not_lowered'])))" \
