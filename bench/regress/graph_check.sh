@@ -28,6 +28,7 @@ DEV=${DEV:-$(dirname "$P")}
 GRAPHS=$KERNELARC_CACHE/graphs
 [[ -n ${RESUME:-} && ! -f $OUT/check.tsv ]] && cp -r "$RESUME"/. "$OUT"/
 mkdir -p "$OUT/logs" "$OUT/families" "$OUT/cands" "$GRAPHS"
+rm -f "$OUT/logs/skipped.txt"  # this call's list; an earlier call's came with RESUME
 touch "$OUT/check.tsv"
 TARGET=${TARGET:-cuda}  # host: the script checked on a CPU, with the host family
 rm -rf "$OUT/families"/graph_* && cp -r "families/graph_$TARGET" "$OUT/families/"

@@ -30,6 +30,7 @@ DEV=${DEV:-$(dirname "$P")}
 [[ -n ${RESUME:-} && ! -f $OUT/status.tsv ]] && cp -r "$RESUME"/. "$OUT"/
 GRAPHS=$KERNELARC_CACHE/graphs  # captured graphs, shared by the problems' caches
 mkdir -p "$OUT/logs" "$OUT/families" "$GRAPHS"
+rm -f "$OUT/logs/skipped.txt"  # this call's list; an earlier call's came with RESUME
 touch "$OUT/status.tsv" "$OUT/rows.tsv"
 [[ -n ${GRAPHS_TGZ:-} && -f $GRAPHS_TGZ ]] && tar xzf "$GRAPHS_TGZ" -C "$GRAPHS" --skip-old-files 2>>"$OUT/logs/graphs.err"
 FAMILY=graph_${TARGET:-cuda}  # the family of the target: graph_host when the script is checked on a CPU
