@@ -397,6 +397,32 @@ TEST(SolOracle, CompileBaselineHasAGraphPerShapeAndNoFallback) {
   }
 }
 
+// The compile budget (`--compile-budget`) bounds the time one oracle run spends on torch.compile:
+// a reference whose compiled calls take 1.1 s each runs past a 2 s budget on its first workload, so
+// that workload and the later ones have no compile timing and say why, while their eager timings
+// stand. With the budget raised, every workload has its compile timing.
+TEST(SolOracle, CompileBudgetBoundsTheCompiledTimings) {
+  ScopedEnv backend("KERNELARC_ORACLE_COMPILE_BACKEND", "eager");
+  for (double budget : {2.0, 120.0}) {
+    TempDir t;
+    json def = attention_def("import time, torch\ndef run(k, q, v):\n    time.sleep(1.1)\n    return q * 2 + k.sum()\n");
+    fs::path d = write_problem(t.path, "budget", def, {{"S", 4}, {"T", 4}});
+    append_attention_workload(d, 2, 6, 4);
+    ka::Problem p = ka::load_problem(d);
+    ka::Oracle oracle("cpu", t.path / "oracle");
+    oracle.set_compile_budget(budget);
+    auto e = oracle.ensure(p, {{&p.workloads.at(0), 0}, {&p.workloads.at(1), 0}}, true, true, /*timings_only=*/true);
+    for (size_t i = 0; i < e.size(); ++i) {
+      ASSERT_TRUE(e.at(i).ok()) << e.at(i).error;
+      EXPECT_TRUE(e.at(i).reference_ms().has_value()) << budget << " " << i;
+      EXPECT_EQ(e.at(i).compile_ms().has_value(), budget > 100) << budget << " " << i << ": " << e.at(i).meta.dump();
+      if (budget < 100)
+        EXPECT_NE(e.at(i).meta.at("compile_timing").value("skipped", std::string()).find("compile budget"), std::string::npos)
+            << e.at(i).meta.dump();
+    }
+  }
+}
+
 // A compiled reference that recompiles on every call (its guards read a counter it bumps) is caught
 // while it is timed: its timing is dropped, not passed off as a compiled time, and compile_note
 // says why. The eager timing is unaffected.

@@ -30,6 +30,7 @@ struct EvalArgs {
   int warmup = 10, iterations = 50;
   double timeout_s = 60;
   double cut_slow = 0, cut_min_reference_us = 100;
+  double compile_budget = 0;  // 0: the oracle's default
 };
 
 std::string axes_str(const nlohmann::json& axes) {
@@ -56,6 +57,7 @@ void run_eval(const EvalArgs& a) {
   opt.timeout = std::chrono::milliseconds(static_cast<long>(a.timeout_s * 1000));
   auto selected = select_workloads(p, a.workloads);
   Oracle oracle(opt.target == "cuda" ? "cuda" : "cpu");
+  if (a.compile_budget > 0) oracle.set_compile_budget(a.compile_budget);
   CandidateEval ev = evaluate(p, c, selected, oracle, opt);
 
   if (!a.traces.empty()) {
@@ -177,6 +179,11 @@ void register_eval(CLI::App& app) {
   cmd->add_flag("--no-time", a.no_time, "Check correctness only");
   cmd->add_flag("--no-reference-time", a.no_ref, "Do not time the PyTorch reference");
   cmd->add_flag("--time-compile", a.time_compile, "Also time torch.compile of the reference (SOL score baseline)");
+  cmd->add_option("--compile-budget", a.compile_budget,
+                  "With --time-compile: seconds the oracle may spend compiling and timing torch.compile over the "
+                  "workloads (0: 240; one graph per shape, so many shapes may need more)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("--retime-reference", a.retime,
                 "Time the reference here even where `kernelarc sol` measured it before on a GPU of the same name "
                 "(its oracle-timings cache, used by default)");

@@ -150,6 +150,12 @@ void register_optimize(CLI::App& app) {
                   "and a rerun goes on from them (for problems whose sets take longer than one sitting)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--compile-budget", o.eval.compile_budget_s,
+                  "With --time-compile: seconds the oracle may spend compiling and timing the reference under "
+                  "torch.compile for a problem's workloads (0: 240); past it the later workloads have no compile "
+                  "timing. torch.compile builds one graph per shape, so a problem of many shapes may need more")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("--no-compose", [](int64_t) { o.compose = false; },
                 "Agents spend the whole budget (by default, on a problem with one var axis, the last candidate is a "
                 "piecewise one: the incumbent with the candidates that beat it on some values of that axis, each "

@@ -50,6 +50,7 @@ json eval_to_json(const EvalOptions& o) {
           {"cut_slow", o.cut_slow},
           {"cut_min_reference_us", o.cut_min_reference_us},
           {"oracle_time_limit_s", o.oracle_time_limit_s},
+          {"compile_budget_s", o.compile_budget_s},
           {"log_dir", o.log_dir.string()}};
 }
 
@@ -70,6 +71,7 @@ EvalOptions eval_from_json(const json& j) {
   o.cut_slow = j.at("cut_slow");
   o.cut_min_reference_us = j.at("cut_min_reference_us");
   o.oracle_time_limit_s = j.at("oracle_time_limit_s");
+  o.compile_budget_s = j.value("compile_budget_s", 0.0);
   o.log_dir = j.at("log_dir").get<std::string>();
   return o;
 }
@@ -490,6 +492,7 @@ int runner_main() {
     for (const auto& w : p.workloads) wls.push_back(&w);
     oracle = std::make_unique<Oracle>(eo.target == "cuda" ? "cuda" : "cpu");
     if (eo.oracle_time_limit_s > 0) oracle->set_time_limit(eo.oracle_time_limit_s);
+    if (eo.compile_budget_s > 0) oracle->set_compile_budget(eo.compile_budget_s);
     session = std::make_unique<JudgeSession>(p, wls, *oracle, eo);
     // Judging an unbuilt candidate starts the worker and makes the oracle's entries (filling the
     // cache on the first runner) without running anything.

@@ -72,6 +72,10 @@ struct EvalOptions {
   // the sets finished so far stay cached and the judge reports the rest as cut short
   // (JudgeSession::sets_cut_short); `optimize --oracle-time-limit`.
   double oracle_time_limit_s = 0;
+  // Seconds one oracle run may spend compiling and timing the reference under torch.compile
+  // (time_compile; 0: the oracle's default, 240): past it the later workloads have no compile
+  // timing. A problem of many shapes compiles once per shape; `--compile-budget`.
+  double compile_budget_s = 0;
 };
 
 struct TimingStats {
