@@ -8,6 +8,7 @@
 //   pass_reroll.cpp    repeated subgraphs of unrolled loops (period and trip count)
 //   pass_scaled_mm.cpp fp8 _scaled_mm as float32 conversions, a GEMM and the scales (backends
 //                      without fp8 GEMMs)
+//   pass_static_forms.cpp  mask fills as where, max/min of every element as amax/amin (CUDA)
 #pragma once
 #include <map>
 #include <string>
@@ -51,6 +52,11 @@ std::vector<RepeatRegion> find_repeats(const Graph& g, int min_count = 3);
 // Replaces each fp8 `_scaled_mm` by float32 conversions of its operands, mm, the scale products,
 // the bias and the conversion to out_dtype (its output value kept); returns how many.
 int expand_scaled_mm(Graph& g);
+
+// Static forms for the CUDA backend (pass_static_forms.cpp): `t[mask] = c` (index_put through a
+// boolean mask of t's shape, one-element value) as where(mask, c, t); max/min of every element as
+// amax/amin over every dim. Returns how many nodes changed.
+int static_forms(Graph& g);
 
 // Runs simplify and fold_views to a fixed point, then library selection.
 void run_passes(Graph& g);
