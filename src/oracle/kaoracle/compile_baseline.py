@@ -52,8 +52,10 @@ def backend():
 _STATE = {"wrappers": {}, "budget_s": 240.0, "spent_s": 0.0, "exhausted": None, "configured": False}
 
 
-class _CompileBudget(Exception):
-    pass
+class _CompileBudget(BaseException):
+    """Raised by the budget's alarm. A BaseException, so that torch's own `except Exception`
+    handlers (dynamo falls back to eager on many errors) cannot swallow it and let the compile
+    run on past the budget."""
 
 
 class CompileFallback(Exception):
