@@ -11,7 +11,8 @@
 #   LD_LIBRARY_PATH (.dev/lib first) and KERNELARC_CACHE (default /tmp/ka-cache), exported.
 # Functions: bench_out SUB (FINAL=$OUT or /tmp/ka-out, OUT=$FINAL/SUB, created), gpu_facts FILE
 # (nvidia-smi's name, driver and clocks), deadline_start SECONDS and left (seconds still left),
-# knob_args LIST (`--knobs` per point) and stage_problem NAME SEL (a workload subset as a problem).
+# knob_args LIST (`--knobs` per point), stage_problem NAME SEL (a workload subset as a problem),
+# graph_sample DEV (the graph family's GPU sample) and problem_cache NAME (one problem's oracle cache).
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
 export LD_LIBRARY_PATH=$ROOT/.dev/lib:${LD_LIBRARY_PATH:-}
@@ -55,4 +56,26 @@ lines = open(src).read().splitlines()
 keep = range(len(lines)) if sel == "all" else [int(x) for x in sel.split(",")]
 open(dst, "w").write("".join(lines[i] + "\n" for i in keep))
 PY
+}
+
+# graph_sample DEV: the dev L1, L2 and Quant problems under DEV at positions 0, 4, 8, ... of each
+# category in name order (the graph family's GPU sample), one folder per line.
+graph_sample() {
+  local cat d i
+  for cat in L1 L2 Quant; do
+    i=0
+    for d in $(ls "$1/$cat" 2>/dev/null | sort); do
+      ((i % 4 == 0)) && echo "$1/$cat/$d"
+      i=$((i + 1))
+    done
+  done
+}
+
+# problem_cache NAME: a fresh oracle cache for one problem (/tmp/kc-NAME, echoed) that shares the
+# captured graphs of $KERNELARC_CACHE/graphs; remove it when the problem is done, so that many
+# problems' input sets never fill the disk.
+problem_cache() {
+  local cache=/tmp/kc-$1
+  rm -rf "$cache" && mkdir -p "$cache" "$KERNELARC_CACHE/graphs" &&
+    ln -s "$(cd "$KERNELARC_CACHE/graphs" && pwd)" "$cache/graphs" && echo "$cache"
 }

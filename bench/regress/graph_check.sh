@@ -38,15 +38,7 @@ fi
 [[ -n ${GRAPHS_TGZ:-} && -f $GRAPHS_TGZ ]] && tar xzf "$GRAPHS_TGZ" -C "$GRAPHS" --skip-old-files 2>>"$OUT/logs/graphs.err"
 
 probs=("$@")
-if ((${#probs[@]} == 0)); then
-  for cat in L1 L2 Quant; do
-    i=0
-    for d in $(ls "$DEV/$cat" 2>/dev/null | sort); do
-      ((i % 4 == 0)) && probs+=("$DEV/$cat/$d")
-      i=$((i + 1))
-    done
-  done
-fi
+((${#probs[@]} == 0)) && mapfile -t probs < <(graph_sample "$DEV")
 
 # check_one DIR: one problem, its line appended to check.tsv (one write, so parallel jobs don't mix).
 check_one() {
@@ -55,8 +47,7 @@ check_one() {
   grep -q "^$name	" "$OUT/check.tsv" && return
   if (($(left) < MIN_LEFT)); then echo "$name: not started, $(left) s left" >>"$OUT/logs/skipped.txt"; return; fi
   t0=$(date +%s)
-  cache=/tmp/kc-$name
-  rm -rf "$cache" && mkdir -p "$cache" && ln -s "$(cd "$GRAPHS" && pwd)" "$cache/graphs"
+  cache=$(problem_cache "$name") || return
   cov=$OUT/logs/$name.coverage.json
   # A capture per shape can take minutes a shape: cut at the deadline, and the next call goes on
   # from the shapes captured so far (they are cached one by one in $GRAPHS).
@@ -103,8 +94,8 @@ PY
   cp "$cache"/logs/runner-*.log "$cache"/logs/oracle-*.log "$OUT/logs/" 2>/dev/null
   rm -rf "$cache"
 }
-export -f check_one left
-export OUT K START DEADLINE MIN_LEFT GRAPHS TARGET
+export -f check_one left problem_cache
+export OUT K START DEADLINE MIN_LEFT GRAPHS TARGET KERNELARC_CACHE
 
 printf '%s\n' "${probs[@]}" | xargs -r -d '\n' -P "$JOBS" -I{} bash -c 'check_one "$1"' _ {}
 {

@@ -44,15 +44,7 @@ fi
   { tar xzf "$SOL_CACHE" -C "$KERNELARC_CACHE" --skip-old-files oracle-timings 2>>"$OUT/gpu.txt" || true; }
 
 probs=("$@")
-if ((${#probs[@]} == 0)); then
-  for cat in L1 L2 Quant; do
-    i=0
-    for d in $(ls "$DEV/$cat" 2>/dev/null | sort); do
-      ((i % 4 == 0)) && probs+=("$DEV/$cat/$d")
-      i=$((i + 1))
-    done
-  done
-fi
+((${#probs[@]} == 0)) && mapfile -t probs < <(graph_sample "$DEV")
 
 name_of() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]+'/definition.json'))['name'])" "$1"; }
 # status NAME STATUS WALL: the problem is done; its row of the table goes to rows.tsv at once, so
@@ -85,8 +77,7 @@ print('yes' if r['captured'] and r['backends'].get(sys.argv[2],{}).get('lowered'
     continue
   fi
   t0=$(date +%s)
-  cache=/tmp/kc-$name  # one oracle cache per problem, removed after it: inputs of many workloads fill a disk
-  rm -rf "$cache" && mkdir -p "$cache" && ln -s "$(cd "$GRAPHS" && pwd)" "$cache/graphs"
+  cache=$(problem_cache "$name") || continue
   KERNELARC_CACHE=$cache timeout -k 90 $((PER_PROBLEM_S + 120)) $K optimize "$pr" --target ${TARGET:-cuda} --budget "$N" --families "$OUT/families" \
     --out "$OUT/camp" --seed 1 --no-progress --no-sol --time-limit "$PER_PROBLEM_S" \
     $([[ ${TARGET:-cuda} == cuda ]] && echo --time-compile --compile-budget "$COMPILE_BUDGET") ${OPT_ARGS:-} >"$OUT/logs/$name.optimize.txt" 2>&1

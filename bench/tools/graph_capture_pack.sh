@@ -11,22 +11,14 @@
 #        ARCHIVE (default .data/graphs.tgz), TIMEOUT (seconds per problem, default 900)
 # Prints one line per problem (captured or why not, seconds).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 KA=${KA:-build/src/kernelarc}
 CACHE=${CACHE:-/tmp/ka-capture-cache}
 ARCHIVE=${ARCHIVE:-.data/graphs.tgz}
 TIMEOUT=${TIMEOUT:-900}
 DEV=../shared/problems/sol-execbench
 probs=("$@")
-if ((${#probs[@]} == 0)); then
-  for cat in L1 L2 Quant; do
-    i=0
-    for d in $(ls "$DEV/$cat" | sort); do
-      ((i % 4 == 0)) && probs+=("$DEV/$cat/$d")
-      i=$((i + 1))
-    done
-  done
-fi
+((${#probs[@]} == 0)) && mapfile -t probs < <(graph_sample "$DEV")
 mkdir -p "$CACHE" "$(dirname "$ARCHIVE")"
 for pr in "${probs[@]}"; do
   t0=$(date +%s)

@@ -4,26 +4,15 @@
 //     accumulation (`t[mask] = c`, the nvfp4 quantisers' code tables) is where(mask, c, t): the
 //     mask selects elements, it does not gather them, so no size depends on data;
 //   * max and min over every element (`torch.max(t)`) are amax and amin over every dim.
+#include <algorithm>
+
 #include "graph/passes.h"
 
 namespace ka::graph {
 namespace {
 
-bool same_shape(const std::vector<Dim>& a, const std::vector<Dim>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].expr != b[i].expr) return false;
-  return true;
-}
-
-int64_t numel_if_constant(const std::vector<Dim>& shape) {
-  int64_t n = 1;
-  for (const auto& d : shape) {
-    auto c = d.constant();
-    if (!c) return -1;
-    n *= *c;
-  }
-  return n;
+bool one_element(const std::vector<Dim>& shape) {
+  return std::all_of(shape.begin(), shape.end(), [](const Dim& d) { return d.constant() == 1; });
 }
 
 bool mask_fill_to_where(const Graph& g, Node& n) {
@@ -36,8 +25,8 @@ bool mask_fill_to_where(const Graph& g, Node& n) {
   const Value& self = g.value(n.args[0].value);
   const Value& mask = g.value(n.args[1].list[0].value);
   const Value& val = g.value(n.args[2].value);
-  if (mask.kind != Value::Tensor || mask.type.dtype != DType::boolean || !same_shape(mask.type.shape, self.type.shape)) return false;
-  if (val.kind != Value::Tensor || val.type.dtype != self.type.dtype || numel_if_constant(val.type.shape) != 1 ||
+  if (mask.kind != Value::Tensor || mask.type.dtype != DType::boolean || mask.type.shape != self.type.shape) return false;
+  if (val.kind != Value::Tensor || val.type.dtype != self.type.dtype || !one_element(val.type.shape) ||
       val.type.shape.size() > self.type.shape.size())
     return false;
   n.op = "aten.where.self";
